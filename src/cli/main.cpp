@@ -1,0 +1,77 @@
+// ddpbisect's entry point: parses the command line (CLI11) and dispatches to one subcommand.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "common/exit_codes.hpp"
+#include "common/version.hpp"
+
+using namespace ddpbisect;
+
+int main(int argc, char** argv) {
+  // `ddpbisect SPEC` is `ddpbisect reduce SPEC`.
+  static const std::set<std::string> kCommands = {"reduce", "run",      "explain", "check",
+                                                  "doctor", "validate", "help"};
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "help") args[0] = "--help";
+  if (!args.empty() && args[0][0] != '-' && !kCommands.count(args[0]))
+    args.insert(args.begin(), "reduce");
+
+  CLI::App app{
+      "ddpbisect: reduce a failing distributed PyTorch job to the smallest configuration "
+      "that still fails the same way"};
+  app.name("ddpbisect");
+  app.set_version_flag("--version", std::string("ddpbisect ") + kVersion);
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 done, 1 internal error, 2 bad input, 3 the failure did not reproduce;\n"
+      "run and check --bisect: 0 good, 1 bad, 125 skip (infra).");
+
+  std::string spec;
+  auto* reduce = app.add_subcommand(
+      "reduce", "Escalate and reduce SPEC to a minimal failing configuration (default)");
+  reduce->add_option("spec", spec, "spec file")->required();
+
+  auto* run = app.add_subcommand("run", "Run one trial of SPEC and print its outcome");
+  run->add_option("spec", spec, "spec file")->required();
+
+  std::vector<std::string> paths;
+  auto* explain = app.add_subcommand("explain", "Diagnose existing logs without running anything");
+  explain->add_option("paths", paths, "log files or folders")->required();
+
+  auto* check = app.add_subcommand("check", "Rerun a repro spec and exit by expectation (CI)");
+  check->add_option("spec", spec, "repro spec")->required();
+
+  auto* doctor = app.add_subcommand("doctor", "Pre-flight checks on every node of SPEC");
+  doctor->add_option("spec", spec, "spec file")->required();
+
+  cli::ValidateOptions vo;
+  auto* validate = app.add_subcommand("validate", "Check SPEC and print it normalized");
+  validate->add_option("spec", vo.spec, "spec file")->required();
+  validate->add_flag("--json", vo.json, "print the normalized spec as JSON");
+
+  std::vector<const char*> cargv = {argv[0]};
+  for (const auto& a : args) cargv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(cargv.size()), const_cast<char**>(cargv.data()));
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return exit_code::kBadInput;
+  }
+
+  try {
+    if (*validate) return cli::validate(vo);
+    if (*reduce) return cli::not_yet("reduce", "issue #6, escalate and reduce");
+    if (*run) return cli::not_yet("run", "issue #4, launch and observe");
+    if (*explain) return cli::not_yet("explain", "issue #5, diagnose");
+    if (*check) return cli::not_yet("check", "issue #7, report and regression check");
+    if (*doctor) return cli::not_yet("doctor", "issue #10, doctor");
+  } catch (const std::exception& e) {
+    std::cerr << "ddpbisect: internal error: " << e.what() << "\n";
+    return exit_code::kInternal;
+  }
+  return exit_code::kInternal;
+}

@@ -1,0 +1,137 @@
+// The spec: the YAML model of a distributed training job, its reducible dimensions, the stage
+// ladder, and how ddpbisect should launch, limit, match and report. Loaded by spec/loader.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/duration.hpp"
+#include "common/index_set.hpp"
+
+namespace ddpbisect {
+
+// Inclusive integer bound used by fault conditions on params: {min: 48} or {max: 4} or both.
+struct IntBound {
+  std::optional<int64_t> min, max;
+  bool holds(int64_t v) const { return (!min || v >= *min) && (!max || v <= *max); }
+};
+
+// Conditions that must all hold for a planted fault to fire (all optional).
+struct FaultRequires {
+  std::optional<std::vector<int64_t>> ranks;
+  std::optional<int64_t> min_world_size;
+  std::optional<std::vector<int64_t>> nodes;
+  std::optional<int64_t> step;          // at or after this step
+  std::vector<std::string> components;  // all present
+  std::vector<std::string> features;    // all on
+  std::optional<IndexSet> samples;      // any of these in this rank's shard
+  std::map<std::string, IntBound> params;
+};
+
+struct Fault {
+  std::string kind;
+  std::string message;       // raise
+  int64_t exit_code = 1;     // exit
+  double probability = 1.0;  // flaky faults fire with this probability per trial
+  Millis delay{0};           // straggler: extra time per step
+  std::string path;          // missing_file
+  std::string component;     // unused_parameter
+  FaultRequires requires_;
+};
+
+struct Dataset {
+  std::string kind = "synthetic";   // synthetic | csv | binary
+  std::string task = "regression";  // regression | classification
+  int64_t samples = 0;
+  uint64_t seed = 1;
+  std::string path;       // absolute once loaded
+  int64_t features = 16;  // input width for synthetic data
+  int64_t classes = 4;
+  bool drop_last = false;
+  bool pad = true;  // pad shards to equal length like DistributedSampler
+};
+
+struct BuiltinWorkload {
+  std::vector<std::string> model;
+  Dataset dataset;
+  std::vector<std::string> features;
+  std::map<std::string, int64_t> params;
+  std::vector<Fault> faults;
+};
+
+struct CommandWorkload {
+  std::vector<std::string> argv;
+  std::string cwd;  // absolute once loaded
+  std::map<std::string, std::string> env;
+  IndexSet samples;
+  std::vector<std::string> components;
+  std::vector<std::string> features;
+  std::map<std::string, int64_t> params;
+};
+
+struct Stage {
+  std::string name;
+  int64_t nodes = 1;
+  int64_t procs_per_node = 1;
+  std::string device = "cpu";  // cpu | cuda
+  int64_t world_size() const { return nodes * procs_per_node; }
+};
+
+struct LauncherSpec {
+  std::string kind = "local";  // local | ssh | slurm | prefix
+  std::vector<std::string> hosts;
+  std::string prefix;  // prefix launcher: command prefix template with {host}
+  std::string master_addr;
+};
+
+struct ReduceSpec {
+  std::map<std::string, bool> dimensions;  // topology, steps, samples, components, features, params
+  std::optional<int64_t> max_trials;
+  std::optional<Millis> max_time;
+  std::string strategy = "default";  // default | ddmin
+  int64_t jobs = 1;
+  double confidence = 0.95;
+  bool enabled(const std::string& dim) const {
+    auto it = dimensions.find(dim);
+    return it == dimensions.end() || it->second;
+  }
+};
+
+struct Limits {
+  Millis trial_timeout{120'000};
+  std::optional<Millis> hang_after;  // nullopt = auto
+  int64_t log_cap_bytes = 64ll << 20;
+  Millis grace{2000};
+};
+
+struct MatchSpec {
+  std::string level = "default";  // strict | default | loose
+  std::string regex;
+};
+
+struct Spec {
+  std::string file;  // where it was loaded from (absolute)
+  int64_t version = 1;
+  std::string name;
+  std::optional<BuiltinWorkload> builtin;
+  std::optional<CommandWorkload> command;
+  std::vector<Stage> stages;
+  LauncherSpec launcher;
+  ReduceSpec reduce;
+  Limits limits;
+  MatchSpec match;
+  std::string report_dir = "ddpbisect-out";
+
+  const Stage* find_stage(const std::string& name) const;
+};
+
+// Vocabularies the validator enforces; the worker implements exactly these.
+const std::vector<std::string>& builtin_components();
+const std::vector<std::string>& builtin_features();
+const std::vector<std::string>& fault_kinds();
+const std::vector<std::string>& reduce_dimensions();
+
+}  // namespace ddpbisect
