@@ -12,6 +12,14 @@ struct ValidateOptions {
 };
 int validate(const ValidateOptions& o);
 
+struct ConfigOptions {
+  std::string spec;
+  std::string stage;  // default: the last (largest) stage
+  std::vector<std::string> sets;
+};
+// Prints the DDPBISECT_CONFIG JSON of one trial: what `ddpbisect-worker --config` reads.
+int config(const ConfigOptions& o);
+
 // Subcommands whose issue has not landed yet say so and exit 1.
 int not_yet(const std::string& command, const std::string& issue);
 

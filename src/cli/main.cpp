@@ -12,7 +12,7 @@ using namespace ddpbisect;
 int main(int argc, char** argv) {
   // `ddpbisect SPEC` is `ddpbisect reduce SPEC`.
   static const std::set<std::string> kCommands = {"reduce", "run",      "explain", "check",
-                                                  "doctor", "validate", "help"};
+                                                  "doctor", "validate", "config",  "help"};
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "help") args[0] = "--help";
   if (!args.empty() && args[0][0] != '-' && !kCommands.count(args[0]))
@@ -51,6 +51,15 @@ int main(int argc, char** argv) {
   validate->add_option("spec", vo.spec, "spec file")->required();
   validate->add_flag("--json", vo.json, "print the normalized spec as JSON");
 
+  cli::ConfigOptions co;
+  auto* config =
+      app.add_subcommand("config", "Print one trial's rank configuration (DDPBISECT_CONFIG JSON)");
+  config->add_option("spec", co.spec, "spec file")->required();
+  config->add_option("--stage", co.stage, "stage name (default: the last stage)");
+  config->add_option(
+      "--set", co.sets,
+      "override KEY=VALUE (samples, components, features, nodes, procs_per_node, seed, a param)");
+
   std::vector<const char*> cargv = {argv[0]};
   for (const auto& a : args) cargv.push_back(a.c_str());
   try {
@@ -64,6 +73,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*validate) return cli::validate(vo);
+    if (*config) return cli::config(co);
     if (*reduce) return cli::not_yet("reduce", "issue #6, escalate and reduce");
     if (*run) return cli::not_yet("run", "issue #4, launch and observe");
     if (*explain) return cli::not_yet("explain", "issue #5, diagnose");

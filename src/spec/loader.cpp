@@ -438,7 +438,12 @@ class SpecLoader {
     BuiltinWorkload w;
     const std::string p = "workload.builtin";
     if (!r_.expect_map(n, p)) return w;
-    r_.check_keys(n, p, {"model", "dataset", "features", "params", "faults"});
+    r_.check_keys(n, p,
+                  {"model", "dataset", "features", "params", "faults", "collective_timeout", "lr"});
+    if (auto k = n["collective_timeout"])
+      if (auto v = r_.duration(k, p + ".collective_timeout")) w.collective_timeout = *v;
+    if (auto k = n["lr"])
+      if (auto v = r_.number(k, p + ".lr", 1e-9, 100.0)) w.lr = *v;
     if (auto m = n["model"]) {
       if (auto v = r_.names(m, p + ".model", builtin_components())) {
         w.model = *v;
@@ -512,9 +517,11 @@ class SpecLoader {
   Fault load_fault(const YAML::Node& n, const std::string& p, const BuiltinWorkload& w) {
     Fault f;
     if (!r_.expect_map(n, p)) return f;
-    r_.check_keys(
-        n, p,
-        {"kind", "message", "exit_code", "probability", "delay", "path", "component", "requires"});
+    r_.check_keys(n, p,
+                  {"kind", "message", "exit_code", "probability", "delay", "path", "component",
+                   "mode", "requires"});
+    if (auto k = n["mode"])
+      if (auto v = r_.one_of(k, p + ".mode", {"loader", "collectives"})) f.mode = *v;
     if (auto k = n["kind"]) {
       if (auto v = r_.one_of(k, p + ".kind", fault_kinds())) f.kind = *v;
     } else {
@@ -544,6 +551,7 @@ class SpecLoader {
                  "'" + f.component + "' is not in workload.builtin.model");
     }
     if (f.kind == "straggler" && f.delay.count() == 0) f.delay = Millis(2000);
+    if (f.kind == "hang" && f.mode.empty()) f.mode = "loader";
     if (auto rq = n["requires"]) f.requires_ = load_requires(rq, p + ".requires", w);
     return f;
   }

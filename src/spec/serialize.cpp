@@ -51,6 +51,7 @@ nlohmann::json spec_to_json(const Spec& spec) {
       if (f.delay.count()) fj["delay"] = format_duration(f.delay);
       if (!f.path.empty()) fj["path"] = f.path;
       if (!f.component.empty()) fj["component"] = f.component;
+      if (!f.mode.empty()) fj["mode"] = f.mode;
       json rq = requires_json(f.requires_);
       if (!rq.empty()) fj["requires"] = rq;
       faults.push_back(fj);
@@ -60,6 +61,8 @@ nlohmann::json spec_to_json(const Spec& spec) {
                     {"features", b.features},
                     {"params", b.params},
                     {"faults", faults}};
+    w["builtin"]["collective_timeout"] = format_duration(b.collective_timeout);
+    w["builtin"]["lr"] = b.lr;
   } else if (spec.command) {
     const auto& c = *spec.command;
     w["command"] = c.argv;

@@ -39,6 +39,7 @@ struct Fault {
   Millis delay{0};           // straggler: extra time per step
   std::string path;          // missing_file
   std::string component;     // unused_parameter
+  std::string mode;  // hang: loader (deadlocked data thread) | collectives (stops calling them)
   FaultRequires requires_;
 };
 
@@ -60,6 +61,8 @@ struct BuiltinWorkload {
   std::vector<std::string> features;
   std::map<std::string, int64_t> params;
   std::vector<Fault> faults;
+  Millis collective_timeout{1'800'000};  // Gloo's default: 30 minutes
+  double lr = 0.05;
 };
 
 struct CommandWorkload {

@@ -15,6 +15,8 @@ workload:
     dataset: {kind: synthetic, samples: 256, seed: 3}
     features: [grad_clip]
     params: {steps: 20, batch_size: 8}
+    collective_timeout: 3s
+    lr: 0.2
     faults:
       - kind: raise
         message: boom
@@ -46,6 +48,8 @@ TEST(Loader, LoadsBuiltinSpec) {
   EXPECT_EQ(s.limits.trial_timeout.count(), 120'000);
   EXPECT_EQ(s.limits.hang_after->count(), 7000);
   EXPECT_EQ(*s.reduce.max_trials, 50);
+  EXPECT_EQ(s.builtin->collective_timeout.count(), 3000);
+  EXPECT_DOUBLE_EQ(s.builtin->lr, 0.2);
   EXPECT_TRUE(s.reduce.enabled("samples"));
 }
 

@@ -1,0 +1,141 @@
+#include "spec/trial_config.hpp"
+
+#include <algorithm>
+
+#include "common/text.hpp"
+#include "spec/serialize.hpp"
+
+namespace ddpbisect {
+
+using nlohmann::json;
+
+bool TrialConfig::has_component(const std::string& c) const {
+  return std::find(components.begin(), components.end(), c) != components.end();
+}
+
+bool TrialConfig::has_feature(const std::string& f) const {
+  return std::find(features.begin(), features.end(), f) != features.end();
+}
+
+int64_t TrialConfig::param(const std::string& name, int64_t fallback) const {
+  auto it = params.find(name);
+  return it == params.end() ? fallback : it->second;
+}
+
+json TrialConfig::to_json() const {
+  return {{"stage", stage},
+          {"nodes", nodes},
+          {"procs_per_node", procs_per_node},
+          {"world_size", world_size()},
+          {"device", device},
+          {"samples", samples.to_string()},
+          {"sample_count", samples.size()},
+          {"components", components},
+          {"features", features},
+          {"params", params},
+          {"seed", seed}};
+}
+
+TrialConfig TrialConfig::from_json(const json& j) {
+  TrialConfig t;
+  t.stage = j.value("stage", "");
+  t.nodes = j.value("nodes", int64_t{1});
+  t.procs_per_node = j.value("procs_per_node", int64_t{1});
+  t.device = j.value("device", "cpu");
+  std::string err;
+  auto s = IndexSet::parse(j.value("samples", ""), &err);
+  if (!s) throw std::runtime_error("trial.samples: " + err);
+  t.samples = *s;
+  t.components = j.value("components", std::vector<std::string>{});
+  t.features = j.value("features", std::vector<std::string>{});
+  t.params = j.value("params", std::map<std::string, int64_t>{});
+  t.seed = j.value("seed", uint64_t{0});
+  return t;
+}
+
+std::string TrialConfig::canonical() const {
+  std::string out = "nodes=" + std::to_string(nodes) + ";ppn=" + std::to_string(procs_per_node) +
+                    ";device=" + device + ";samples=" + samples.to_string() +
+                    ";components=" + join(components, ",") + ";features=" + join(features, ",");
+  for (const auto& [k, v] : params) out += ";" + k + "=" + std::to_string(v);
+  return out;
+}
+
+std::string apply_override(TrialConfig& t, const std::string& assignment) {
+  size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) return "expected KEY=VALUE, found '" + assignment + "'";
+  std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  auto list = [&] {
+    std::vector<std::string> out;
+    for (auto& item : split(value, ','))
+      if (!trim(item).empty()) out.emplace_back(trim(item));
+    return out;
+  };
+  auto integer = [&](int64_t min, int64_t& out) -> std::string {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(value, &used);
+      if (used != value.size() || v < min) throw std::invalid_argument(value);
+      out = v;
+      return "";
+    } catch (const std::exception&) {
+      return key + ": expected an integer >= " + std::to_string(min) + ", found '" + value + "'";
+    }
+  };
+  if (key == "samples") {
+    std::string err;
+    auto s = IndexSet::parse(value, &err);
+    if (!s) return "samples: " + err;
+    t.samples = *s;
+    return "";
+  }
+  if (key == "components") {
+    t.components = list();
+    return "";
+  }
+  if (key == "features") {
+    t.features = list();
+    return "";
+  }
+  if (key == "nodes") return integer(1, t.nodes);
+  if (key == "procs_per_node") return integer(1, t.procs_per_node);
+  if (key == "seed") {
+    int64_t v = 0;
+    std::string err = integer(0, v);
+    t.seed = static_cast<uint64_t>(v);
+    return err;
+  }
+  std::string name = starts_with(key, "params.") ? key.substr(7) : key;
+  if (!t.params.count(name))
+    return "unknown key '" + key +
+           "' (samples, components, features, nodes, procs_per_node, seed, or a param)";
+  return integer(0, t.params[name]);
+}
+
+TrialConfig initial_config(const Spec& spec, const Stage& stage) {
+  TrialConfig t;
+  t.stage = stage.name;
+  t.nodes = stage.nodes;
+  t.procs_per_node = stage.procs_per_node;
+  t.device = stage.device;
+  if (spec.builtin) {
+    const auto& b = *spec.builtin;
+    t.samples = IndexSet::first_n(b.dataset.samples);
+    t.components = b.model;
+    t.features = b.features;
+    t.params = b.params;
+  } else if (spec.command) {
+    const auto& c = *spec.command;
+    t.samples = c.samples;
+    t.components = c.components;
+    t.features = c.features;
+    t.params = c.params;
+  }
+  return t;
+}
+
+json rank_config_json(const Spec& spec, const TrialConfig& trial) {
+  return {{"spec", spec_to_json(spec)}, {"trial", trial.to_json()}};
+}
+
+}  // namespace ddpbisect

@@ -1,0 +1,123 @@
+#include "worker/comm.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "worker/phase.hpp"
+
+namespace ddpbisect::worker {
+
+namespace {
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end || x < 0)
+    throw std::invalid_argument(std::string("bad value for ") + name + ": '" + v + "'");
+  return static_cast<int>(x);
+}
+}  // namespace
+
+RankEnv RankEnv::from_environment() {
+  RankEnv e;
+  e.rank = env_int("RANK", 0);
+  e.world_size = env_int("WORLD_SIZE", 1);
+  e.local_rank = env_int("LOCAL_RANK", e.rank);
+  e.local_world_size = env_int("LOCAL_WORLD_SIZE", e.world_size);
+  e.node_rank = env_int("NODE_RANK", env_int("GROUP_RANK", 0));
+  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
+  e.master_port = env_int("MASTER_PORT", 29500);
+  if (e.world_size < 1 || e.rank >= e.world_size)
+    throw std::invalid_argument("RANK " + std::to_string(e.rank) + " is not below WORLD_SIZE " +
+                                std::to_string(e.world_size));
+  return e;
+}
+
+Comm::Comm(const RankEnv& env, std::chrono::milliseconds timeout)
+    : rank_(env.rank), world_(env.world_size), timeout_(timeout) {
+  DDPB_PHASE();
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<uint16_t>(env.master_port);
+  opts.isServer = env.rank == 0;
+  opts.numWorkers = env.world_size;
+  opts.waitWorkers = true;
+  opts.timeout = timeout;
+  store_ = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname)
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost")
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  else
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  options->threads = 1;
+  pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_, options);
+}
+
+void Comm::finish(const c10::intrusive_ptr<c10d::Work>& work, const char* op) {
+  bool done = false;
+  try {
+    done = work->wait(timeout_);
+  } catch (const c10::Error& e) {
+    if (std::string(e.what()).find("Operation timed out") == std::string::npos) throw;
+  }
+  if (!done)
+    throw NamedError("RuntimeError", "[Rank " + std::to_string(rank_) + "] Timed out waiting " +
+                                         std::to_string(timeout_.count()) +
+                                         "ms for recv operation to complete (" + op +
+                                         ", collective #" + std::to_string(seq_) + ")");
+}
+
+void Comm::allreduce(std::vector<torch::Tensor>& tensors, c10d::ReduceOp op) {
+  DDPB_PHASE();
+  ++seq_;
+  c10d::AllreduceOptions o;
+  o.reduceOp = op;
+  o.timeout = timeout_;  // Gloo applies the group's timeout only when each op names it
+  if (tensors.size() == 1) {
+    finish(pg_->allreduce(tensors, o), "allreduce");
+    return;
+  }
+  // Gloo reads a tensor list as copies of one tensor: coalesce into a single flat buffer.
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
+  std::vector<torch::Tensor> buffer = {torch::cat(flat)};
+  finish(pg_->allreduce(buffer, o), "allreduce");
+  torch::NoGradGuard ng;
+  int64_t offset = 0;
+  for (auto& t : tensors) {
+    t.copy_(buffer[0].slice(0, offset, offset + t.numel()).view_as(t));
+    offset += t.numel();
+  }
+}
+
+void Comm::broadcast(std::vector<torch::Tensor>& tensors, int root) {
+  DDPB_PHASE();
+  ++seq_;
+  c10d::BroadcastOptions o;
+  o.rootRank = root;
+  o.timeout = timeout_;
+  // Gloo reads a tensor list as copies of one tensor: coalesce into a single flat buffer.
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
+  std::vector<torch::Tensor> buffer = {torch::cat(flat)};
+  finish(pg_->broadcast(buffer, o), "broadcast");
+  torch::NoGradGuard ng;
+  int64_t offset = 0;
+  for (auto& t : tensors) {
+    t.copy_(buffer[0].slice(0, offset, offset + t.numel()).view_as(t));
+    offset += t.numel();
+  }
+}
+
+void Comm::barrier() {
+  DDPB_PHASE();
+  ++seq_;
+  c10d::BarrierOptions o;
+  o.timeout = timeout_;
+  finish(pg_->barrier(o), "barrier");
+}
+
+}  // namespace ddpbisect::worker

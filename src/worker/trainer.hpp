@@ -1,0 +1,14 @@
+// The training loop: real forward, backward and SGD steps, gradients averaged by c10d's DDP
+// Reducer over Gloo, the optional features, the planted faults, and a heartbeat per step.
+#pragma once
+
+#include "spec/spec.hpp"
+#include "spec/trial_config.hpp"
+#include "worker/comm.hpp"
+
+namespace ddpbisect::worker {
+
+// Runs the whole trial on this rank; returns normally on success and throws on failure.
+void train(const Spec& spec, const TrialConfig& trial, const RankEnv& env);
+
+}  // namespace ddpbisect::worker
