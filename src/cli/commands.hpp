@@ -20,6 +20,16 @@ struct ConfigOptions {
 // Prints the DDPBISECT_CONFIG JSON of one trial: what `ddpbisect-worker --config` reads.
 int config(const ConfigOptions& o);
 
+struct RunOptions {
+  std::string spec;
+  std::string stage;  // default: the last (largest) stage
+  std::vector<std::string> sets;
+  std::string out;  // default: the spec's report.dir
+  bool json = false;
+};
+// Runs exactly one trial; exit 0 pass, 1 fail, 125 infra, 2 bad input, 130 interrupted.
+int run(const RunOptions& o);
+
 // Subcommands whose issue has not landed yet say so and exit 1.
 int not_yet(const std::string& command, const std::string& issue);
 

@@ -33,8 +33,16 @@ int main(int argc, char** argv) {
       "reduce", "Escalate and reduce SPEC to a minimal failing configuration (default)");
   reduce->add_option("spec", spec, "spec file")->required();
 
-  auto* run = app.add_subcommand("run", "Run one trial of SPEC and print its outcome");
-  run->add_option("spec", spec, "spec file")->required();
+  cli::RunOptions ro;
+  auto* run = app.add_subcommand(
+      "run", "Run one trial of SPEC and print its outcome (exit 0 pass, 1 fail, 125 infra)");
+  run->add_option("spec", ro.spec, "spec file")->required();
+  run->add_option("--stage", ro.stage, "stage name (default: the last stage)");
+  run->add_option(
+      "--set", ro.sets,
+      "override KEY=VALUE (samples, components, features, nodes, procs_per_node, seed, a param)");
+  run->add_option("--out", ro.out, "output folder (default: the spec's report.dir)");
+  run->add_flag("--json", ro.json, "print outcome.json");
 
   std::vector<std::string> paths;
   auto* explain = app.add_subcommand("explain", "Diagnose existing logs without running anything");
@@ -75,7 +83,7 @@ int main(int argc, char** argv) {
     if (*validate) return cli::validate(vo);
     if (*config) return cli::config(co);
     if (*reduce) return cli::not_yet("reduce", "issue #6, escalate and reduce");
-    if (*run) return cli::not_yet("run", "issue #4, launch and observe");
+    if (*run) return cli::run(ro);
     if (*explain) return cli::not_yet("explain", "issue #5, diagnose");
     if (*check) return cli::not_yet("check", "issue #7, report and regression check");
     if (*doctor) return cli::not_yet("doctor", "issue #10, doctor");

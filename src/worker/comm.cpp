@@ -1,7 +1,12 @@
 #include "worker/comm.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "worker/phase.hpp"
 
@@ -16,6 +21,23 @@ int env_int(const char* name, int fallback) {
   if (*end || x < 0)
     throw std::invalid_argument(std::string("bad value for ") + name + ": '" + v + "'");
   return static_cast<int>(x);
+}
+// Waits until the store's port accepts connections. TCPStore's client backs off for a second
+// when it arrives before the server listens; polling every 10 ms removes that from every trial.
+void wait_for_listener(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  DDPB_PHASE();
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) return;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+    bool ok = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+    if (fd >= 0) close(fd);
+    if (ok) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  freeaddrinfo(res);
 }
 }  // namespace
 
@@ -43,6 +65,7 @@ Comm::Comm(const RankEnv& env, std::chrono::milliseconds timeout)
   opts.numWorkers = env.world_size;
   opts.waitWorkers = true;
   opts.timeout = timeout;
+  if (!opts.isServer) wait_for_listener(env.master_addr, env.master_port, timeout);
   store_ = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");

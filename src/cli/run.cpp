@@ -1,0 +1,63 @@
+// `ddpbisect run SPEC [--stage NAME] [--set KEY=VALUE]... [--json]`: one trial and its outcome.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "common/exit_codes.hpp"
+#include "launch/process.hpp"
+#include "observe/trial_runner.hpp"
+#include "spec/loader.hpp"
+
+namespace ddpbisect::cli {
+
+int run(const RunOptions& o) {
+  LoadResult r = load_spec_file(o.spec);
+  if (!r.spec) {
+    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+    return exit_code::kBadInput;
+  }
+  const Spec& spec = *r.spec;
+  const Stage* stage = o.stage.empty() ? &spec.stages.back() : spec.find_stage(o.stage);
+  if (!stage) {
+    std::cerr << "ddpbisect run: --stage: no stage named '" << o.stage << "' in " << o.spec << "\n";
+    return exit_code::kBadInput;
+  }
+  TrialConfig config = initial_config(spec, *stage);
+  for (const auto& s : o.sets) {
+    std::string err = apply_override(config, s);
+    if (!err.empty()) {
+      std::cerr << "ddpbisect run: --set " << s << ": " << err << "\n";
+      return exit_code::kBadInput;
+    }
+  }
+  const std::string root = o.out.empty() ? spec.report_dir : o.out;
+  TrialOutcome outcome;
+  // An address-in-use failure is not the bug: retry on a fresh port.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    TrialRequest req{&spec, config, next_trial_dir(root), {}};
+    outcome = run_trial(req);
+    if (!(outcome.status == "infra" && outcome.port_clash)) break;
+    std::cerr << "ddpbisect run: " << outcome.reason << "; retrying on a new port\n";
+  }
+  if (o.json) {
+    std::cout << outcome.to_json().dump(2) << "\n";
+  } else {
+    std::cout << outcome.status << ": " << outcome.reason << " (" << config.world_size()
+              << " ranks, " << outcome.duration_s << " s)\n";
+    for (const auto& rk : outcome.ranks) {
+      std::cout << "  rank " << rk.rank << " (node " << rk.node << "): ";
+      if (rk.signal)
+        std::cout << "killed by signal " << rk.signal;
+      else
+        std::cout << "exit " << rk.exit_code;
+      if (!rk.killed_by.empty()) std::cout << " [stopped by ddpbisect: " << rk.killed_by << "]";
+      std::cout << ", last step " << rk.last_step << ", log " << rk.stderr_path << "\n";
+    }
+    std::cout << "  outcome: " << outcome.dir << "/outcome.json\n";
+  }
+  if (outcome.status == "pass") return exit_code::kGood;
+  if (outcome.status == "fail") return exit_code::kBad;
+  if (outcome.status == "interrupted") return 128 + pending_termination_signal();
+  return exit_code::kSkip;
+}
+
+}  // namespace ddpbisect::cli

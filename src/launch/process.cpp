@@ -1,0 +1,218 @@
+#include "launch/process.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace ddpbisect {
+
+namespace {
+std::atomic<int> g_termination{0};
+void on_terminate(int sig) {
+  g_termination.store(sig);
+}
+
+[[noreturn]] void child_fail(int report_fd, int err) {
+  ssize_t ignored = write(report_fd, &err, sizeof err);
+  (void)ignored;
+  _exit(127);
+}
+}  // namespace
+
+std::string start_process(const ProcessSpec& spec, Child& child) {
+  if (spec.argv.empty()) return "empty command";
+  int out[2], err[2], report[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(report, O_CLOEXEC))
+    return std::string("pipe: ") + std::strerror(errno);
+  // Everything the child needs is prepared before fork: it only calls async-signal-safe functions.
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string path_var;
+  if (auto it = spec.env.find("PATH"); it != spec.env.end()) path_var = it->second;
+  pid_t parent = getpid();
+
+  pid_t pid = fork();
+  if (pid < 0) return std::string("fork: ") + std::strerror(errno);
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the driver died between fork and prctl
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) child_fail(report[1], errno);
+    if (std::strchr(argv[0], '/')) {
+      execve(argv[0], argv.data(), envp.data());
+    } else {
+      // PATH lookup with the rank's own PATH, never through a shell.
+      const char* p = path_var.empty() ? "/usr/local/bin:/usr/bin:/bin" : path_var.c_str();
+      char buf[4096];
+      int last = ENOENT;
+      while (*p) {
+        const char* colon = std::strchr(p, ':');
+        size_t len = colon ? static_cast<size_t>(colon - p) : std::strlen(p);
+        if (len + std::strlen(argv[0]) + 2 < sizeof buf) {
+          std::memcpy(buf, p, len);
+          buf[len] = '/';
+          std::strcpy(buf + len + 1, argv[0]);
+          execve(buf, argv.data(), envp.data());
+          if (errno != ENOENT) last = errno;
+        }
+        p = colon ? colon + 1 : p + len;
+      }
+      child_fail(report[1], last);
+    }
+    child_fail(report[1], errno);
+  }
+  setpgid(pid, pid);  // also from the parent, so the group exists before we ever signal it
+  close(out[1]);
+  close(err[1]);
+  close(report[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do n = read(report[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n == sizeof child_errno) {
+    waitpid(pid, nullptr, 0);
+    close(out[0]);
+    close(err[0]);
+    return "cannot run " + spec.argv[0] + ": " + std::strerror(child_errno);
+  }
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  child.pid = pid;
+  child.out_fd = out[0];
+  child.err_fd = err[0];
+  return "";
+}
+
+void kill_group(pid_t pid, int sig) {
+  if (pid <= 0) return;
+  if (kill(-pid, sig) != 0) kill(pid, sig);
+}
+
+std::vector<pid_t> find_token(const std::string& token) {
+  std::vector<pid_t> out;
+  const std::string needle = "DDPBISECT_TRIAL_TOKEN=" + token;
+  DIR* proc = opendir("/proc");
+  if (!proc) return out;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == getpid()) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/environ", std::ios::binary);
+    if (!in) continue;
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t pos = 0;
+    while ((pos = env.find(needle, pos)) != std::string::npos) {
+      bool starts = pos == 0 || env[pos - 1] == '\0';
+      size_t after = pos + needle.size();
+      if (starts && (after == env.size() || env[after] == '\0')) {
+        out.push_back(static_cast<pid_t>(pid));
+        break;
+      }
+      pos = after;
+    }
+  }
+  closedir(proc);
+  return out;
+}
+
+namespace {
+// Parent pid and state letter of a process, from /proc/PID/stat; false when it is gone.
+bool proc_state(pid_t pid, pid_t& ppid, char& state) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t close_paren = line.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 4 >= line.size()) return false;
+  std::istringstream rest(line.substr(close_paren + 2));
+  long parent = 0;
+  rest >> state >> parent;
+  ppid = static_cast<pid_t>(parent);
+  return true;
+}
+}  // namespace
+
+int sweep_token(const std::string& token, int rounds) {
+  int killed = 0;
+  const pid_t self = getpid();
+  for (int i = 0; i < rounds; ++i) {
+    bool any_alive = false;
+    for (pid_t p : find_token(token)) {
+      pid_t ppid = 0;
+      char state = '?';
+      if (!proc_state(p, ppid, state)) continue;
+      if (state != 'Z') {
+        kill(p, SIGKILL);
+        ++killed;
+        any_alive = true;
+      }
+      // Reap only this trial's processes that are our children (ranks, and orphans we
+      // inherited as subreaper); never another trial's.
+      if (ppid == self) waitpid(p, nullptr, state == 'Z' ? 0 : WNOHANG);
+    }
+    if (!any_alive && find_token(token).empty()) return killed;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + 5 * i));
+  }
+  return killed;
+}
+
+void install_driver_signal_handlers() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct sigaction sa {};
+  sa.sa_handler = on_terminate;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int pending_termination_signal() {
+  return g_termination.load();
+}
+
+double process_cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return -1;
+  size_t close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream fields(line.substr(close_paren + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return static_cast<double>(utime + stime) / ticks;
+}
+
+}  // namespace ddpbisect

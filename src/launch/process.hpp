@@ -1,0 +1,49 @@
+// Starting and ending rank processes: argv exec'd directly (never a shell), each rank in its own
+// process group, killed with the driver (PR_SET_PDEATHSIG), and a per-trial token in every
+// environment so that even a grandchild that escaped with setsid can be found and reaped.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddpbisect {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // the complete environment
+  std::string cwd;
+};
+
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;  // read ends of the child's stdout and stderr pipes (non-blocking)
+  int err_fd = -1;
+};
+
+// Forks and execs `spec`. On failure to exec (missing program, permission), returns an error
+// message and no child is left behind.
+std::string start_process(const ProcessSpec& spec, Child& child);
+
+// SIGKILLs the process group of `pid` (the rank and every descendant that stayed in it).
+void kill_group(pid_t pid, int sig = 9);
+
+// Kills every process whose environment carries DDPBISECT_TRIAL_TOKEN=token, repeatedly until
+// none is left (or `rounds` scans), and reaps those that are our children. Returns how many it
+// killed.
+int sweep_token(const std::string& token, int rounds = 20);
+
+// Processes (pids) whose environment carries the token; read from /proc, not from bookkeeping.
+std::vector<pid_t> find_token(const std::string& token);
+
+// Makes the driver the reaper of orphaned descendants and installs SIGINT/SIGTERM handlers that
+// only set a flag (checked by observers). Idempotent.
+void install_driver_signal_handlers();
+int pending_termination_signal();  // 0, SIGINT or SIGTERM
+
+// CPU time (user+system) of a process in seconds, or -1 when it is gone.
+double process_cpu_seconds(pid_t pid);
+
+}  // namespace ddpbisect

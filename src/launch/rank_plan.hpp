@@ -1,0 +1,33 @@
+// What each rank of a trial runs: its argv (placeholders substituted), its environment (torchrun's
+// contract, DDPBISECT_* variables, Python defaults for commands) and its cwd.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launch/launcher.hpp"
+#include "spec/spec.hpp"
+#include "spec/trial_config.hpp"
+
+namespace ddpbisect {
+
+struct TrialPlace {
+  std::string dir;          // the trial folder (DDPBISECT_TRIAL_DIR)
+  std::string config_path;  // DDPBISECT_CONFIG
+  std::string master_addr;
+  int master_port = 0;
+  std::string token;                             // DDPBISECT_TRIAL_TOKEN
+  std::map<std::string, std::string> extra_env;  // e.g. TORCH_DISTRIBUTED_DEBUG for a rerun
+};
+
+std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
+                                 const TrialPlace& place);
+
+// The values of {samples}, {components}, {features} and {NAME} for a trial.
+std::map<std::string, std::string> placeholder_values(const TrialConfig& config);
+
+// Path of ddpbisect-worker: $DDPBISECT_WORKER, else beside the running ddpbisect binary.
+std::string worker_path();
+
+}  // namespace ddpbisect

@@ -1,0 +1,55 @@
+#include "launch/rank_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include "spec/loader.hpp"
+
+using namespace ddpbisect;
+
+TEST(RankPlan, CommandGetsTheEnvironmentContractAndPlaceholders) {
+  auto r = load_spec_text(R"(workload:
+  command: [/bin/echo, "--s={samples}", "{components}", "{steps}"]
+  samples: "0-9,12"
+  components: [a, b]
+  params: {steps: 7}
+  env: {OMP_NUM_THREADS: "4"}
+stages: [{name: two, nodes: 2, procs_per_node: 2}]
+)",
+                          "/tmp/x.yaml");
+  ASSERT_TRUE(r.spec);
+  TrialConfig t = initial_config(*r.spec, r.spec->stages[0]);
+  TrialPlace place{"/tmp/trial", "/tmp/trial/config.json", "127.0.0.1", 29511, "tok", {}};
+  auto slots = plan_ranks(*r.spec, t, place);
+  ASSERT_EQ(slots.size(), 4u);
+  const auto& s3 = slots[3];
+  EXPECT_EQ(s3.node, 1);
+  EXPECT_EQ(s3.local_rank, 1);
+  EXPECT_EQ(s3.process.argv, (std::vector<std::string>{"/bin/echo", "--s=0-9,12", "a,b", "7"}));
+  const auto& env = s3.process.env;
+  EXPECT_EQ(env.at("RANK"), "3");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(env.at("NODE_RANK"), "1");
+  EXPECT_EQ(env.at("GROUP_RANK"), "1");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29511");
+  EXPECT_EQ(env.at("DDPBISECT_SAMPLES"), "0-9,12");
+  EXPECT_EQ(env.at("DDPBISECT_PARAM_STEPS"), "7");
+  EXPECT_EQ(env.at("DDPBISECT_TRIAL_TOKEN"), "tok");
+  EXPECT_EQ(env.at("PYTHONFAULTHANDLER"), "1");
+  EXPECT_EQ(env.at("OMP_NUM_THREADS"), "4");  // the spec wins over the default of 1
+}
+
+TEST(RankPlan, OverridesApplyToTheTrial) {
+  auto r = load_spec_text(
+      "workload: {command: [/bin/true], params: {steps: 3}}\nstages: [{name: a}]\n", "/tmp/y.yaml");
+  ASSERT_TRUE(r.spec);
+  TrialConfig t = initial_config(*r.spec, r.spec->stages[0]);
+  EXPECT_EQ(apply_override(t, "steps=9"), "");
+  EXPECT_EQ(t.params.at("steps"), 9);
+  EXPECT_EQ(apply_override(t, "nodes=2"), "");
+  EXPECT_EQ(t.world_size(), 2);
+  EXPECT_NE(apply_override(t, "stepz=1"), "");
+  EXPECT_NE(apply_override(t, "steps=-1"), "");
+  EXPECT_NE(apply_override(t, "samples=4-1"), "");
+  EXPECT_NE(apply_override(t, "noequals"), "");
+}
