@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ ninja-build pkg-config
-  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libre2-dev
   libgtest-dev libgmock-dev
   libtorch-dev libgloo-dev python3-torch
   gdb procps

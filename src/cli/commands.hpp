@@ -30,6 +30,14 @@ struct RunOptions {
 // Runs exactly one trial; exit 0 pass, 1 fail, 125 infra, 2 bad input, 130 interrupted.
 int run(const RunOptions& o);
 
+struct ExplainOptions {
+  std::vector<std::string> paths;
+  bool json = false;
+  std::vector<std::string> ignore_frames;
+};
+// Diagnoses existing logs; exit 0 when a failure was found, 3 when none, 2 on bad input.
+int explain(const ExplainOptions& o);
+
 // Subcommands whose issue has not landed yet say so and exit 1.
 int not_yet(const std::string& command, const std::string& issue);
 

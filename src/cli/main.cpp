@@ -44,9 +44,17 @@ int main(int argc, char** argv) {
   run->add_option("--out", ro.out, "output folder (default: the spec's report.dir)");
   run->add_flag("--json", ro.json, "print outcome.json");
 
-  std::vector<std::string> paths;
-  auto* explain = app.add_subcommand("explain", "Diagnose existing logs without running anything");
-  explain->add_option("paths", paths, "log files or folders")->required();
+  cli::ExplainOptions eo;
+  auto* explain = app.add_subcommand(
+      "explain", "Diagnose existing logs without running anything (exit 0 failure found, 3 none)");
+  explain
+      ->add_option("paths", eo.paths,
+                   "a torchrun --log-dir tree, a folder of per-rank logs, a combined console "
+                   "log, or a trial folder of ours")
+      ->required();
+  explain->add_flag("--json", eo.json, "print the diagnosis as JSON");
+  explain->add_option("--ignore-frames", eo.ignore_frames,
+                      "path fragments of frames that are not user code");
 
   auto* check = app.add_subcommand("check", "Rerun a repro spec and exit by expectation (CI)");
   check->add_option("spec", spec, "repro spec")->required();
@@ -84,7 +92,7 @@ int main(int argc, char** argv) {
     if (*config) return cli::config(co);
     if (*reduce) return cli::not_yet("reduce", "issue #6, escalate and reduce");
     if (*run) return cli::run(ro);
-    if (*explain) return cli::not_yet("explain", "issue #5, diagnose");
+    if (*explain) return cli::explain(eo);
     if (*check) return cli::not_yet("check", "issue #7, report and regression check");
     if (*doctor) return cli::not_yet("doctor", "issue #10, doctor");
   } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
@@ -406,6 +407,20 @@ TrialOutcome run_trial(const TrialRequest& req) {
                    std::to_string(first->exit_code);
     else
       out.reason = "a rank failed";
+  }
+  if (out.status == "fail") {
+    DiagnosisInput din = inputs_from_outcome(out.to_json());
+    din.library_patterns = spec.match.ignore_frames;
+    Diagnosis d = diagnose(din);
+    out.diagnosis = d.to_json();
+    // A failure whose root cause is the infrastructure (port in use, master unreachable) is not
+    // the bug: it is retried, never counted.
+    if (d.failed && d.root.category == "infra") {
+      out.status = "infra";
+      out.reason = "infrastructure: " + d.root.message.substr(0, 200);
+    } else if (d.failed) {
+      out.reason = "rank " + std::to_string(d.root.rank) + ": " + d.signature.to_string();
+    }
   }
   std::ofstream(fs::path(req.dir) / "outcome.json") << out.to_json().dump(2) << "\n";
   return out;

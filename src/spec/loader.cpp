@@ -806,7 +806,9 @@ class SpecLoader {
 
   void load_match(const YAML::Node& n, Spec& spec) {
     if (!r_.expect_map(n, "match")) return;
-    r_.check_keys(n, "match", {"level", "regex"});
+    r_.check_keys(n, "match", {"level", "regex", "ignore_frames"});
+    if (auto k = n["ignore_frames"])
+      if (auto v = r_.names(k, "match.ignore_frames")) spec.match.ignore_frames = *v;
     if (auto k = n["level"])
       if (auto v = r_.one_of(k, "match.level", {"strict", "default", "loose"}))
         spec.match.level = *v;

@@ -103,6 +103,7 @@ nlohmann::json spec_to_json(const Spec& spec) {
                  {"log_cap", spec.limits.log_cap_bytes}};
   j["match"] = {{"level", spec.match.level}};
   if (!spec.match.regex.empty()) j["match"]["regex"] = spec.match.regex;
+  if (!spec.match.ignore_frames.empty()) j["match"]["ignore_frames"] = spec.match.ignore_frames;
   j["report"] = {{"dir", spec.report_dir}};
   return j;
 }

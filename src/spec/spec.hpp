@@ -113,6 +113,7 @@ struct Limits {
 struct MatchSpec {
   std::string level = "default";  // strict | default | loose
   std::string regex;
+  std::vector<std::string> ignore_frames;  // extra path fragments of non-user frames
 };
 
 struct Spec {

@@ -1,0 +1,84 @@
+// From every rank's events to one root cause: a secondary (an echo) never wins over a primary;
+// among primaries the earliest wins, by capture time. Also the signature that says what "fails
+// the same way" means, and its comparison at the strict / default / loose levels.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnose/event.hpp"
+
+namespace ddpbisect {
+
+struct RankExit {
+  int rank = 0;
+  int exit_code = -1;
+  int signal = 0;
+  std::string killed_by;  // set when ddpbisect stopped the rank (early_stop, hang, timeout, ...)
+  double end_time = -1;
+  long long last_step = -1;
+};
+
+struct LogInput {
+  int rank = -1;  // -1: a combined log; ranks come from line prefixes
+  std::string path;
+  std::string times_path;  // one capture time (ms) per line, or ""
+};
+
+struct DiagnosisInput {
+  std::vector<LogInput> logs;
+  std::vector<std::string> error_files;  // torchrun error.json files, with their rank
+  std::vector<int> error_file_ranks;
+  std::vector<RankExit> exits;
+  std::string stop_kind;            // hang, timeout, early_stop, or ""
+  std::optional<double> stop_time;  // when ddpbisect asked for stacks
+  double hang_threshold_s = 0;
+  std::vector<std::string> library_patterns;
+};
+
+struct Signature {
+  std::string category;
+  std::string exception;
+  std::string frame;               // file:function of the innermost user frame (basename)
+  std::string message;             // normalized
+  std::vector<int> ranks;          // the failing rank(s)
+  std::vector<std::string> stuck;  // hang: the distinct frames ranks were stuck in
+  nlohmann::json to_json() const;
+  static Signature from_json(const nlohmann::json& j);
+  std::string to_string() const;  // "python_exception RuntimeError at train.py:step"
+};
+
+// Whether `candidate` is the same failure as `target` at `level` (strict, default, loose), and,
+// when `regex` is set, whether the candidate's message or excerpt contains it.
+bool same_failure(const Signature& target, const Signature& candidate, const std::string& level,
+                  const std::string& regex = "", const std::string& candidate_text = "");
+
+struct RankSummary {
+  int rank = 0;
+  std::string category;  // "" when the rank showed nothing
+  bool primary = false;
+  std::string summary;
+  std::optional<int> echo_of;
+  std::string stuck_in;  // hang: the frame the rank was in
+};
+
+struct Diagnosis {
+  bool failed = false;
+  Event root;
+  Signature signature;
+  std::vector<RankSummary> ranks;
+  std::string explanation;  // one paragraph for humans
+  nlohmann::json to_json() const;
+};
+
+Diagnosis diagnose(const DiagnosisInput& input);
+
+// Inputs from an outcome.json of ours (its folder holds the logs).
+DiagnosisInput inputs_from_outcome(const nlohmann::json& outcome);
+// Inputs from paths given to `explain`: trial folders, torchrun --log-dir trees, folders of
+// per-rank files, or single (combined) log files. Returns an error message on bad input.
+std::string inputs_from_paths(const std::vector<std::string>& paths, DiagnosisInput& input);
+
+}  // namespace ddpbisect
