@@ -38,6 +38,19 @@ struct ExplainOptions {
 // Diagnoses existing logs; exit 0 when a failure was found, 3 when none, 2 on bad input.
 int explain(const ExplainOptions& o);
 
+struct ReduceCliOptions {
+  std::string spec;
+  std::string out;
+  bool resume = false;
+  int jobs = 0;  // 0: the spec's reduce.jobs
+  std::string strategy;
+  int64_t max_trials = 0;
+  std::string max_time;
+  int confirm = -1;
+  bool quiet = false;
+};
+int reduce(const ReduceCliOptions& o);
+
 // Subcommands whose issue has not landed yet say so and exit 1.
 int not_yet(const std::string& command, const std::string& issue);
 

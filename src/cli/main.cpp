@@ -29,9 +29,19 @@ int main(int argc, char** argv) {
       "run and check --bisect: 0 good, 1 bad, 125 skip (infra).");
 
   std::string spec;
+  cli::ReduceCliOptions rdo;
   auto* reduce = app.add_subcommand(
       "reduce", "Escalate and reduce SPEC to a minimal failing configuration (default)");
-  reduce->add_option("spec", spec, "spec file")->required();
+  reduce->add_option("spec", rdo.spec, "spec file")->required();
+  reduce->add_option("--out", rdo.out, "output folder (default: the spec's report.dir); never overwritten");
+  reduce->add_flag("--resume", rdo.resume, "continue the reduction in --out without rerunning finished trials");
+  reduce->add_option("--jobs,-j", rdo.jobs, "candidates tested concurrently")->check(CLI::Range(1, 256));
+  reduce->add_option("--strategy", rdo.strategy, "default, or ddmin (the textbook baseline)");
+  reduce->add_option("--max-trials", rdo.max_trials, "trial budget")->check(CLI::PositiveNumber);
+  reduce->add_option("--max-time", rdo.max_time, "time budget (90s, 5m, 2h)");
+  reduce->add_option("--confirm", rdo.confirm, "reruns of the minimum (default 3, 10 when flaky)")
+      ->check(CLI::Range(0, 1000));
+  reduce->add_flag("--quiet,-q", rdo.quiet, "no progress output");
 
   cli::RunOptions ro;
   auto* run = app.add_subcommand(
@@ -90,7 +100,7 @@ int main(int argc, char** argv) {
   try {
     if (*validate) return cli::validate(vo);
     if (*config) return cli::config(co);
-    if (*reduce) return cli::not_yet("reduce", "issue #6, escalate and reduce");
+    if (*reduce) return cli::reduce(rdo);
     if (*run) return cli::run(ro);
     if (*explain) return cli::explain(eo);
     if (*check) return cli::not_yet("check", "issue #7, report and regression check");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -182,9 +183,8 @@ int sweep_token(const std::string& token, int rounds) {
 }
 
 void install_driver_signal_handlers() {
-  static bool done = false;
-  if (done) return;
-  done = true;
+  static std::once_flag once;
+  std::call_once(once, [] {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct sigaction sa {};
   sa.sa_handler = on_terminate;
@@ -192,6 +192,7 @@ void install_driver_signal_handlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  });
 }
 
 int pending_termination_signal() {

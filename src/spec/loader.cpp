@@ -439,15 +439,15 @@ class SpecLoader {
     const std::string p = "workload.builtin";
     if (!r_.expect_map(n, p)) return w;
     r_.check_keys(n, p,
-                  {"model", "dataset", "features", "params", "faults", "collective_timeout", "lr"});
+                  {"model", "dataset", "features", "params", "faults", "collective_timeout", "lr", "samples"});
+    if (auto k = n["samples"]) w.samples = r_.samples(k, p + ".samples", true);
     if (auto k = n["collective_timeout"])
       if (auto v = r_.duration(k, p + ".collective_timeout")) w.collective_timeout = *v;
     if (auto k = n["lr"])
       if (auto v = r_.number(k, p + ".lr", 1e-9, 100.0)) w.lr = *v;
     if (auto m = n["model"]) {
       if (auto v = r_.names(m, p + ".model", builtin_components())) {
-        w.model = *v;
-        if (w.model.empty()) r_.error(m, p + ".model", "the model needs at least one component");
+        w.model = *v;  // may be empty: the worker then trains nothing but still runs collectives
       }
     } else {
       r_.error(n, p + ".model",

@@ -63,6 +63,7 @@ nlohmann::json spec_to_json(const Spec& spec) {
                     {"faults", faults}};
     w["builtin"]["collective_timeout"] = format_duration(b.collective_timeout);
     w["builtin"]["lr"] = b.lr;
+    if (b.samples) w["builtin"]["samples"] = samples_json(*b.samples);
   } else if (spec.command) {
     const auto& c = *spec.command;
     w["command"] = c.argv;

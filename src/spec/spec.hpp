@@ -61,6 +61,7 @@ struct BuiltinWorkload {
   std::vector<std::string> features;
   std::map<std::string, int64_t> params;
   std::vector<Fault> faults;
+  std::optional<IndexSet> samples;  // the subset of the data set to train on (default: all)
   Millis collective_timeout{1'800'000};  // Gloo's default: 30 minutes
   double lr = 0.05;
 };

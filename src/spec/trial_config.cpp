@@ -120,7 +120,7 @@ TrialConfig initial_config(const Spec& spec, const Stage& stage) {
   t.device = stage.device;
   if (spec.builtin) {
     const auto& b = *spec.builtin;
-    t.samples = IndexSet::first_n(b.dataset.samples);
+    t.samples = b.samples ? *b.samples : IndexSet::first_n(b.dataset.samples);
     t.components = b.model;
     t.features = b.features;
     t.params = b.params;

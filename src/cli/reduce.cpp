@@ -1,0 +1,41 @@
+// `ddpbisect [reduce] SPEC`: escalate, reduce, confirm, report.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "common/exit_codes.hpp"
+#include "reduce/reducer.hpp"
+#include "spec/loader.hpp"
+
+namespace ddpbisect::cli {
+
+int reduce(const ReduceCliOptions& o) {
+  LoadResult r = load_spec_file(o.spec);
+  if (!r.spec) {
+    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+    return exit_code::kBadInput;
+  }
+  const Spec& spec = *r.spec;
+  ReductionOptions opt;
+  opt.out_dir = o.out.empty() ? spec.report_dir : o.out;
+  opt.resume = o.resume;
+  opt.jobs = static_cast<int>(o.jobs > 0 ? o.jobs : spec.reduce.jobs);
+  opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
+  if (opt.strategy != "default" && opt.strategy != "ddmin") {
+    std::cerr << "ddpbisect: --strategy: expected default or ddmin, found '" << opt.strategy << "'\n";
+    return exit_code::kBadInput;
+  }
+  if (o.max_trials > 0) opt.max_trials = o.max_trials;
+  if (!o.max_time.empty()) {
+    auto d = parse_duration(o.max_time);
+    if (!d || d->count() <= 0) {
+      std::cerr << "ddpbisect: --max-time: expected a duration such as 90s, 5m or 2h, found '" << o.max_time << "'\n";
+      return exit_code::kBadInput;
+    }
+    opt.max_time = d;
+  }
+  opt.confirm_runs = o.confirm;
+  opt.quiet = o.quiet;
+  return run_reduction(spec, opt);
+}
+
+}  // namespace ddpbisect::cli

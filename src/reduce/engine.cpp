@@ -1,0 +1,112 @@
+#include "reduce/engine.hpp"
+
+#include <algorithm>
+
+namespace ddpbisect {
+
+namespace {
+std::vector<ItemSet> split(const ItemSet& items, size_t n) {
+  std::vector<ItemSet> chunks;
+  size_t start = 0;
+  for (size_t i = 0; i < n; ++i) {
+    size_t end = start + (items.size() - start) / (n - i);
+    chunks.emplace_back(items.begin() + static_cast<long>(start), items.begin() + static_cast<long>(end));
+    start = end;
+  }
+  return chunks;
+}
+
+ItemSet without(const ItemSet& items, const ItemSet& chunk) {
+  ItemSet out;
+  std::set_difference(items.begin(), items.end(), chunk.begin(), chunk.end(), std::back_inserter(out));
+  return out;
+}
+
+int first_true(const std::vector<bool>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i]) return static_cast<int>(i);
+  return -1;
+}
+}  // namespace
+
+ItemSet ddmin(const ItemSet& input, const BatchTest& test, bool try_empty) {
+  ItemSet items = input;
+  if (items.empty()) return items;
+  if (try_empty && test({ItemSet{}})[0]) return {};
+  size_t n = 2;
+  while (items.size() >= 2) {
+    n = std::min(n, items.size());
+    auto chunks = split(items, n);
+    // Complements first: removing one chunk keeps most of the configuration.
+    std::vector<ItemSet> complements;
+    for (const auto& c : chunks) complements.push_back(without(items, c));
+    int hit = first_true(test(complements));
+    if (hit >= 0) {
+      items = complements[static_cast<size_t>(hit)];
+      n = std::max<size_t>(n - 1, 2);
+      continue;
+    }
+    if (n > 2) {  // for n == 2 the subsets are the complements just tested
+      hit = first_true(test(chunks));
+      if (hit >= 0) {
+        items = chunks[static_cast<size_t>(hit)];
+        n = 2;
+        continue;
+      }
+    }
+    if (n >= items.size()) break;  // 1-minimal: no single item can go
+    n = std::min(items.size(), 2 * n);
+  }
+  if (items.size() == 1 && !try_empty && test({ItemSet{}})[0]) return {};
+  return items;
+}
+
+ItemSet find_culprits(const ItemSet& items, const Test& test) {
+  ItemSet known;
+  ItemSet rest = items;  // invariant: known + rest is interesting
+  while (true) {
+    if (test(known)) break;
+    if (rest.empty()) return items;  // not monotone: keep what we had
+    // The smallest prefix of `rest` that, with `known`, is interesting; its last item is needed.
+    size_t lo = 1, hi = rest.size();
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      ItemSet cand = known;
+      cand.insert(cand.end(), rest.begin(), rest.begin() + static_cast<long>(mid));
+      std::sort(cand.begin(), cand.end());
+      if (test(cand))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    known.push_back(rest[hi - 1]);
+    std::sort(known.begin(), known.end());
+    rest.resize(hi - 1);
+  }
+  // Each culprit was needed when found; check that each still is with the later ones present.
+  for (size_t i = 0; known.size() > 1 && i < known.size();) {
+    ItemSet cand = known;
+    cand.erase(cand.begin() + static_cast<long>(i));
+    if (test(cand))
+      known = cand;
+    else
+      ++i;
+  }
+  return known;
+}
+
+int64_t smallest_interesting(int64_t lo, int64_t hi, const std::function<bool(int64_t)>& test) {
+  if (lo >= hi) return hi;
+  if (test(lo)) return lo;
+  // test(lo) fails, test(hi) holds.
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (test(mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi;
+}
+
+}  // namespace ddpbisect

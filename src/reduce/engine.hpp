@@ -1,0 +1,31 @@
+// The generic reduction engine. It knows nothing about what is reduced: a set of items (indices
+// into the dimension's list) or an integer, and a test that says whether a candidate is still
+// interesting. Passes (passes/*.cpp) map their dimension onto these.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace ddpbisect {
+
+using ItemSet = std::vector<size_t>;  // ascending indices into a dimension's items
+// Tests candidates in order; returns one verdict per candidate. May run them concurrently, and may
+// stop after the first interesting one (later verdicts are then false).
+using BatchTest = std::function<std::vector<bool>(const std::vector<ItemSet>&)>;
+using Test = std::function<bool(const ItemSet&)>;
+
+// Delta debugging (Zeller's ddmin), complement-first: a 1-minimal subset of `items` that is still
+// interesting, given that `items` itself is. Tries the empty set first when `try_empty`.
+ItemSet ddmin(const ItemSet& items, const BatchTest& test, bool try_empty);
+
+// Finds the culprits one at a time by binary search over prefixes: each costs about log2(n)
+// tests, so k culprits among n cost about k*log2(n) (ddmin: about 2k*log2(n)). Assumes that
+// adding items to an interesting set keeps it interesting; the result is then 1-minimal.
+ItemSet find_culprits(const ItemSet& items, const Test& test);
+
+// The smallest value in [lo, hi] for which `test` holds, given that test(hi) holds: probes `lo`
+// first, then binary search. Returns hi when nothing smaller is interesting.
+int64_t smallest_interesting(int64_t lo, int64_t hi, const std::function<bool(int64_t)>& test);
+
+}  // namespace ddpbisect

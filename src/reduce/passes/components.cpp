@@ -1,0 +1,16 @@
+// Components: the model components (or the command's named parts) the failure needs.
+#include "reduce/pass.hpp"
+
+namespace ddpbisect {
+namespace {
+class ComponentsPass : public Pass {
+ public:
+  std::string name() const override { return "components"; }
+  std::string dimension() const override { return "components"; }
+  bool run(ReductionState& s, Oracle& oracle) override {
+    return reduce_names(s, oracle, &TrialConfig::components, name());
+  }
+};
+}  // namespace
+std::unique_ptr<Pass> make_components_pass() { return std::make_unique<ComponentsPass>(); }
+}  // namespace ddpbisect

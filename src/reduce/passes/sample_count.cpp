@@ -1,0 +1,29 @@
+// Sample count: the shortest prefix of the sample list that still fails (binary search).
+#include "reduce/engine.hpp"
+#include "reduce/pass.hpp"
+
+namespace ddpbisect {
+namespace {
+class SampleCountPass : public Pass {
+ public:
+  std::string name() const override { return "sample_count"; }
+  std::string dimension() const override { return "samples"; }
+  bool run(ReductionState& s, Oracle& oracle) override {
+    const int64_t n = s.best.samples.size();
+    if (n <= 1) return false;
+    const IndexSet all = s.best.samples;
+    int64_t k = smallest_interesting(1, n, [&](int64_t v) {
+      TrialConfig c = s.best;
+      c.samples = all.prefix(v);
+      return v == n || oracle.interesting(c);
+    });
+    if (k >= n) return false;
+    TrialConfig c = s.best;
+    c.samples = all.prefix(k);
+    s.accept(c, name(), oracle);
+    return true;
+  }
+};
+}  // namespace
+std::unique_ptr<Pass> make_sample_count_pass() { return std::make_unique<SampleCountPass>(); }
+}  // namespace ddpbisect

@@ -1,0 +1,33 @@
+// Sample indices: the culprit samples, found one at a time by binary search over prefixes.
+#include "reduce/engine.hpp"
+#include "reduce/pass.hpp"
+
+namespace ddpbisect {
+namespace {
+class SampleIndicesPass : public Pass {
+ public:
+  std::string name() const override { return "sample_indices"; }
+  std::string dimension() const override { return "samples"; }
+  bool run(ReductionState& s, Oracle& oracle) override {
+    const std::vector<int64_t> all = s.best.samples.indices();
+    if (all.size() <= 1) return false;
+    auto config_of = [&](const ItemSet& items) {
+      std::vector<int64_t> picked;
+      for (size_t i : items) picked.push_back(all[i]);
+      TrialConfig c = s.best;
+      c.samples = IndexSet::from_indices(picked);
+      return c;
+    };
+    ItemSet every(all.size());
+    for (size_t i = 0; i < all.size(); ++i) every[i] = i;
+    ItemSet kept = find_culprits(every, [&](const ItemSet& items) {
+      return !items.empty() && (items.size() == all.size() || oracle.interesting(config_of(items)));
+    });
+    if (kept.size() >= all.size()) return false;
+    s.accept(config_of(kept), name(), oracle);
+    return true;
+  }
+};
+}  // namespace
+std::unique_ptr<Pass> make_sample_indices_pass() { return std::make_unique<SampleIndicesPass>(); }
+}  // namespace ddpbisect

@@ -1,0 +1,62 @@
+#include "reduce/progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace ddpbisect {
+
+std::string describe_config(const TrialConfig& c) {
+  auto plural = [](int64_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  std::string s = std::to_string(c.nodes) + "x" + std::to_string(c.procs_per_node) + " ranks, " +
+                  plural(c.samples.size(), "sample") + ", " +
+                  plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
+                  plural(static_cast<int64_t>(c.features.size()), "feature");
+  for (const auto& [k, v] : c.params) s += ", " + k + "=" + std::to_string(v);
+  return s;
+}
+
+Progress::Progress(bool quiet) : tty_(isatty(STDERR_FILENO) != 0), quiet_(quiet) {}
+
+void Progress::redraw() {
+  if (quiet_ || !tty_) return;
+  std::string line = "[" + phase_ + "] " + last_ + (best_.empty() ? "" : " | best: " + best_);
+  if (line.size() > 150) line = line.substr(0, 147) + "...";
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+}
+
+void Progress::phase(const std::string& text) {
+  phase_ = text;
+  if (!tty_ && !quiet_) std::fprintf(stderr, "== %s\n", text.c_str());
+  redraw();
+}
+
+void Progress::trial(const TrialConfig& c, const RunRecord& r, bool interesting, int64_t trials) {
+  std::string verdict = r.replayed ? "replayed " : "";
+  verdict += r.status == "fail" ? (interesting ? "fail (target)" : "fail (other: " + (r.signature ? r.signature->category : std::string("?")) + ")")
+                                : r.status;
+  last_ = "trial " + std::to_string(trials) + ": " + describe_config(c) + " -> " + verdict;
+  if (!tty_ && !quiet_) std::fprintf(stderr, "  %s\n", last_.c_str());
+  redraw();
+}
+
+void Progress::best(const TrialConfig& c) {
+  best_ = describe_config(c);
+  redraw();
+}
+
+void Progress::note(const std::string& line) {
+  if (quiet_) return;
+  if (tty_) std::fprintf(stderr, "\r\033[K");
+  std::fprintf(stderr, "%s\n", line.c_str());
+  redraw();
+}
+
+void Progress::done() {
+  if (!quiet_ && tty_) std::fprintf(stderr, "\r\033[K");
+}
+
+}  // namespace ddpbisect

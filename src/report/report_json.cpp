@@ -1,0 +1,108 @@
+#include "report/report_json.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "reduce/progress.hpp"
+#include "report/repro.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ddpbisect {
+
+using nlohmann::json;
+
+json config_json(const TrialConfig& c, const std::string& stage) {
+  json params = c.params;
+  return {{"stage", stage},
+          {"nodes", c.nodes},
+          {"procs_per_node", c.procs_per_node},
+          {"world_size", c.world_size()},
+          {"samples", c.samples.size()},
+          {"sample_indices", c.samples.to_string()},
+          {"components", c.components},
+          {"features", c.features},
+          {"params", params},
+          {"steps", c.params.count("steps") ? json(c.params.at("steps")) : json(nullptr)}};
+}
+
+json report_json(const ReportInputs& r, const Oracle& oracle) {
+  const auto& st = oracle.stats();
+  json j;
+  j["version"] = 1;
+  j["status"] = r.status;
+  j["spec"] = r.spec->file;
+  j["strategy"] = r.strategy;
+  j["job"] = config_json(r.job, r.spec->stages.back().name);
+  json tried = json::array();
+  for (const auto& [c, status] : r.tried) tried.push_back({{"config", config_json(c, c.stage)}, {"status", status}});
+  j["escalation"] = tried;
+  j["trials"] = {{"total", st.trials},  {"failed", st.failed}, {"passed", st.passed},
+                 {"infra", st.infra},   {"cached", st.cached}, {"replayed", st.replayed},
+                 {"reduction", r.reduction_trials}};
+  j["elapsed_s"] = oracle.elapsed_s();
+  if (r.status == "not_reproduced") {
+    j["signature"] = nullptr;
+    j["original"] = nullptr;
+    j["minimal"] = nullptr;
+    j["reproduction"] = nullptr;
+    return j;
+  }
+  j["signature"] = r.target.to_json();
+  j["original"] = config_json(r.original, r.stage);
+  j["minimal"] = config_json(r.minimal, r.stage);
+  double rate = r.confirm_runs ? static_cast<double>(r.confirm_failures) / r.confirm_runs : 0;
+  j["reproduction"] = {{"runs", r.confirm_runs}, {"failures", r.confirm_failures}, {"rate", rate},
+                       {"target_rate_estimate", oracle.rate()}, {"repeats_per_candidate", oracle.repeats()}};
+  json trace = json::array();
+  for (const auto& t : r.trace)
+    trace.push_back({{"trial", t.trial},
+                     {"pass", t.pass},
+                     {"world_size", t.config.world_size()},
+                     {"samples", t.config.samples.size()},
+                     {"components", t.config.components.size()},
+                     {"features", t.config.features.size()},
+                     {"params", t.config.params}});
+  j["trace"] = trace;
+  j["first_failure"] = {{"dir", r.first_run.dir}, {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};
+  j["minimal_trial"] = {{"dir", r.minimal_run.dir}};
+  j["repro"] = {{"spec", (fs::path(r.out_dir) / "repro" / "repro.yaml").string()}};
+  return j;
+}
+
+void write_reports(const ReportInputs& r, const Oracle& oracle) {
+  fs::path out(r.out_dir);
+  if (r.status != "not_reproduced") {
+    fs::create_directories(out / "repro");
+    std::ofstream(out / "repro" / "repro.yaml") << minimal_spec_yaml(*r.spec, r.minimal, r.stage);
+  }
+  // Written whole, then renamed: a reader never sees half a report.
+  std::string tmp = (out / "report.json.tmp").string();
+  std::ofstream(tmp) << report_json(r, oracle).dump(2) << "\n";
+  fs::rename(tmp, out / "report.json");
+}
+
+std::string summary_text(const ReportInputs& r, const Oracle& oracle) {
+  std::ostringstream os;
+  const auto& st = oracle.stats();
+  os << (r.status == "budget_exhausted" ? "ddpbisect: budget spent; the smallest failing configuration so far:\n"
+                                        : "ddpbisect: minimal failing configuration found\n");
+  os << "  failure:   " << r.target.to_string() << "\n";
+  os << "  original:  " << describe_config(r.original) << " (stage " << r.stage << ")\n";
+  os << "  minimal:   " << describe_config(r.minimal) << "\n";
+  if (r.minimal.samples.size() <= 16) os << "  samples:   " << r.minimal.samples.to_string() << "\n";
+  os << "  components: [" ;
+  for (size_t i = 0; i < r.minimal.components.size(); ++i) os << (i ? ", " : "") << r.minimal.components[i];
+  os << "]  features: [";
+  for (size_t i = 0; i < r.minimal.features.size(); ++i) os << (i ? ", " : "") << r.minimal.features[i];
+  os << "]\n";
+  os << "  reproduced " << r.confirm_failures << "/" << r.confirm_runs << " times; " << st.trials
+     << " trials (" << st.cached << " answers from the cache) in " << std::lround(oracle.elapsed_s()) << " s\n";
+  os << "  report:    " << (fs::path(r.out_dir) / "report.json").string() << "\n";
+  os << "  repro:     " << (fs::path(r.out_dir) / "repro" / "repro.yaml").string() << "\n";
+  return os.str();
+}
+
+}  // namespace ddpbisect

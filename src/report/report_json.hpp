@@ -1,0 +1,36 @@
+// report.json (stable, documented fields) and the terminal summary of a reduction.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "reduce/oracle.hpp"
+#include "reduce/pass.hpp"
+
+namespace ddpbisect {
+
+struct ReportInputs {
+  const Spec* spec = nullptr;
+  std::string out_dir;
+  std::string status;  // reduced | budget_exhausted | not_reproduced
+  std::string strategy;
+  std::string stage;
+  TrialConfig job;       // the full job: the last stage, nothing reduced
+  TrialConfig original;  // the first failing configuration
+  TrialConfig minimal;
+  RunRecord first_run, minimal_run;
+  Signature target;
+  std::vector<TraceEntry> trace;
+  std::vector<std::pair<TrialConfig, std::string>> tried;  // escalation
+  int confirm_runs = 0, confirm_failures = 0;
+  int64_t reduction_trials = 0;
+};
+
+nlohmann::json config_json(const TrialConfig& c, const std::string& stage);
+nlohmann::json report_json(const ReportInputs& r, const Oracle& oracle);
+// Writes report.json and repro/ (report.md and report.html arrive with issue #7).
+void write_reports(const ReportInputs& r, const Oracle& oracle);
+std::string summary_text(const ReportInputs& r, const Oracle& oracle);
+
+}  // namespace ddpbisect
