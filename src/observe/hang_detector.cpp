@@ -44,7 +44,9 @@ void HangDetector::on_output(int rank, double now) {
 
 void HangDetector::on_cpu(int rank, double cpu_seconds, double now) {
   auto& r = ranks_[rank];
-  if (r.cpu >= 0 && cpu_seconds - r.cpu >= 0.02) r.last_progress = now;
+  // CPU time is progress only for programs without heartbeats: a rank that stopped beating while
+  // a library thread spins (Gloo polling a closed socket does) is not making progress.
+  if (r.last_heartbeat < 0 && r.cpu >= 0 && cpu_seconds - r.cpu >= 0.02) r.last_progress = now;
   r.cpu = cpu_seconds;
 }
 

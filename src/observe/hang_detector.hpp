@@ -1,6 +1,7 @@
 // Decides when a trial has hung: no live rank made progress for a threshold that adapts to the
 // step time seen (max(5 s, 5x the slowest step)) unless the spec fixes it. Progress is a
-// heartbeat, an output line, or CPU time spent. Pure logic over times given by the caller.
+// heartbeat or an output line; for ranks that never sent a heartbeat, CPU time spent counts too.
+// Pure logic over times given by the caller.
 #pragma once
 
 #include <optional>

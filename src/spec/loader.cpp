@@ -561,7 +561,8 @@ class SpecLoader {
     if (!r_.expect_map(n, p)) return q;
     r_.check_keys(n, p,
                   {"ranks", "min_world_size", "nodes", "step", "components", "features", "samples",
-                   "params"});
+                   "all_samples", "params"});
+    if (auto k = n["all_samples"]) q.all_samples = r_.samples(k, p + ".all_samples", false);
     if (auto k = n["ranks"]) q.ranks = r_.integers(k, p + ".ranks", 0);
     if (auto k = n["min_world_size"]) q.min_world_size = r_.integer(k, p + ".min_world_size", 1);
     if (auto k = n["nodes"]) q.nodes = r_.integers(k, p + ".nodes", 0);

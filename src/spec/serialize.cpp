@@ -20,6 +20,7 @@ static json requires_json(const FaultRequires& q) {
   if (!q.components.empty()) j["components"] = q.components;
   if (!q.features.empty()) j["features"] = q.features;
   if (q.samples) j["samples"] = q.samples->to_string();
+  if (q.all_samples) j["all_samples"] = q.all_samples->to_string();
   for (const auto& [name, b] : q.params) {
     json pb = json::object();
     if (b.min) pb["min"] = *b.min;

@@ -28,6 +28,7 @@ struct FaultRequires {
   std::vector<std::string> components;  // all present
   std::vector<std::string> features;    // all on
   std::optional<IndexSet> samples;      // any of these in this rank's shard
+  std::optional<IndexSet> all_samples;  // every one of these in this rank's shard
   std::map<std::string, IntBound> params;
 };
 

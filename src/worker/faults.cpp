@@ -48,6 +48,11 @@ bool FaultPlan::holds(const Fault& f, size_t index, int64_t step, std::string* w
                            [&](int64_t i) { return q.samples->contains(i); });
     check(any, "one of samples " + q.samples->to_string() + " in this rank's shard");
   }
+  if (q.all_samples) {
+    bool all = true;
+    for (int64_t i : q.all_samples->indices()) all = all && std::binary_search(shard_.begin(), shard_.end(), i);
+    check(all, "all of samples " + q.all_samples->to_string() + " in this rank's shard");
+  }
   for (const auto& [name, bound] : q.params) {
     auto it = trial_.params.find(name);
     check(it != trial_.params.end() && bound.holds(it->second), "param " + name + " within bounds");

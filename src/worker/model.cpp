@@ -1,5 +1,6 @@
 #include "worker/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "worker/phase.hpp"
@@ -131,7 +132,7 @@ NetImpl::NetImpl(const std::vector<std::string>& components, const ModelShape& s
     width = block->width_out;
     blocks_.emplace_back(c, block);
   }
-  if (has("head")) {
+  if (std::find(components.begin(), components.end(), "head") != components.end()) {
     head_ = register_module("head", nn::Linear(width, shape.outputs));
   } else {
     // No trainable head: a constant projection keeps the output shape (and the loss) valid.
@@ -142,7 +143,7 @@ NetImpl::NetImpl(const std::vector<std::string>& components, const ModelShape& s
 
 bool NetImpl::has(const std::string& component) const {
   if (component == "embedding") return !embedding_.is_empty();
-  if (component == "head") return !head_.is_empty() || fixed_projection_.defined() == false;
+  if (component == "head") return !head_.is_empty();
   for (const auto& [name, b] : blocks_)
     if (name == component) return true;
   return false;

@@ -51,3 +51,12 @@ TEST(HangDetector, CpuTimeCountsAsProgress) {
   d.on_cpu(0, 1.50, 4.0);  // idle since 2.5
   EXPECT_TRUE(d.hung(4.6));
 }
+
+TEST(HangDetector, CpuTimeIsNotProgressOnceARankSendsHeartbeats) {
+  HangDetector d(1, 2.0);
+  d.on_start(0);
+  d.on_heartbeat(0, 0, 0.5);
+  d.on_cpu(0, 1.0, 1.0);
+  d.on_cpu(0, 5.0, 3.0);  // a library thread spinning after the rank stopped beating
+  EXPECT_TRUE(d.hung(2.6));
+}

@@ -1,0 +1,71 @@
+"""Reduces every zoo spec with the real ddpbisect binary and checks that the reduction ends exactly
+at the planted minimum declared in the spec's `# expect:` line.
+
+expect keys: nodes, procs_per_node, samples (indices), components / features (comma lists, or a
+bare number for "this many, any of them"), steps, batch_size, rate (lo-hi, the confirmed
+reproduction rate). usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S]"""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+args = sys.argv[1:]
+strategy = None
+if "--strategy" in args:
+    i = args.index("--strategy")
+    strategy = args[i + 1]
+    del args[i : i + 2]
+binary, zoo, names = args[0], pathlib.Path(args[1]), set(args[2:])
+passed = failed = 0
+for spec in sorted(zoo.glob("*.yaml")):
+    if names and spec.stem not in names:
+        continue
+    expect = {}
+    for line in spec.read_text().splitlines():
+        if line.startswith("# expect:"):
+            for item in line.split(":", 1)[1].split():
+                k, _, v = item.partition("=")
+                expect[k] = v
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [binary, str(spec), "--out", tmp + "/out", "--quiet"]
+        if strategy:
+            cmd += ["--strategy", strategy]
+        start = time.time()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        elapsed = time.time() - start
+        problems = []
+        if proc.returncode != 0:
+            problems.append(f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
+        else:
+            report = json.loads((pathlib.Path(tmp) / "out" / "report.json").read_text())
+            m = report["minimal"]
+            got = {
+                "nodes": str(m["nodes"]),
+                "procs_per_node": str(m["procs_per_node"]),
+                "samples": m["sample_indices"],
+                "components": ",".join(m["components"]),
+                "features": ",".join(m["features"]),
+                "steps": str(m["params"].get("steps")),
+                "batch_size": str(m["params"].get("batch_size")),
+            }
+            for k, want in expect.items():
+                if k == "rate":
+                    lo, hi = map(float, want.split("-"))
+                    rate = report["reproduction"]["rate"]
+                    if not lo <= rate <= hi:
+                        problems.append(f"rate {rate:.2f} outside {want}")
+                elif k in ("components", "features") and want.isdigit():
+                    if len(m[k]) != int(want):
+                        problems.append(f"{k}: got {m[k]}, want {want} of them")
+                elif got.get(k) != want:
+                    problems.append(f"{k}: got {got.get(k)!r}, want {want!r}")
+            trials = report["trials"]["total"]
+    status = "FAIL" if problems else "ok"
+    print(f"{status:4} {spec.stem:22} {elapsed:6.1f} s {trials if not problems or proc.returncode == 0 else '-':>4} trials"
+          + (": " + "; ".join(problems) if problems else ""), flush=True)
+    passed += not problems
+    failed += bool(problems)
+print(f"zoo: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
