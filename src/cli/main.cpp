@@ -33,9 +33,12 @@ int main(int argc, char** argv) {
   auto* reduce = app.add_subcommand(
       "reduce", "Escalate and reduce SPEC to a minimal failing configuration (default)");
   reduce->add_option("spec", rdo.spec, "spec file")->required();
-  reduce->add_option("--out", rdo.out, "output folder (default: the spec's report.dir); never overwritten");
-  reduce->add_flag("--resume", rdo.resume, "continue the reduction in --out without rerunning finished trials");
-  reduce->add_option("--jobs,-j", rdo.jobs, "candidates tested concurrently")->check(CLI::Range(1, 256));
+  reduce->add_option("--out", rdo.out,
+                     "output folder (default: the spec's report.dir); never overwritten");
+  reduce->add_flag("--resume", rdo.resume,
+                   "continue the reduction in --out without rerunning finished trials");
+  reduce->add_option("--jobs,-j", rdo.jobs, "candidates tested concurrently")
+      ->check(CLI::Range(1, 256));
   reduce->add_option("--strategy", rdo.strategy, "default, or ddmin (the textbook baseline)");
   reduce->add_option("--max-trials", rdo.max_trials, "trial budget")->check(CLI::PositiveNumber);
   reduce->add_option("--max-time", rdo.max_time, "time budget (90s, 5m, 2h)");

@@ -21,14 +21,16 @@ int reduce(const ReduceCliOptions& o) {
   opt.jobs = static_cast<int>(o.jobs > 0 ? o.jobs : spec.reduce.jobs);
   opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
   if (opt.strategy != "default" && opt.strategy != "ddmin") {
-    std::cerr << "ddpbisect: --strategy: expected default or ddmin, found '" << opt.strategy << "'\n";
+    std::cerr << "ddpbisect: --strategy: expected default or ddmin, found '" << opt.strategy
+              << "'\n";
     return exit_code::kBadInput;
   }
   if (o.max_trials > 0) opt.max_trials = o.max_trials;
   if (!o.max_time.empty()) {
     auto d = parse_duration(o.max_time);
     if (!d || d->count() <= 0) {
-      std::cerr << "ddpbisect: --max-time: expected a duration such as 90s, 5m or 2h, found '" << o.max_time << "'\n";
+      std::cerr << "ddpbisect: --max-time: expected a duration such as 90s, 5m or 2h, found '"
+                << o.max_time << "'\n";
       return exit_code::kBadInput;
     }
     opt.max_time = d;

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -185,13 +185,13 @@ int sweep_token(const std::string& token, int rounds) {
 void install_driver_signal_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-  struct sigaction sa {};
-  sa.sa_handler = on_terminate;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    struct sigaction sa {};
+    sa.sa_handler = on_terminate;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
   });
 }
 

@@ -10,7 +10,8 @@ std::vector<ItemSet> split(const ItemSet& items, size_t n) {
   size_t start = 0;
   for (size_t i = 0; i < n; ++i) {
     size_t end = start + (items.size() - start) / (n - i);
-    chunks.emplace_back(items.begin() + static_cast<long>(start), items.begin() + static_cast<long>(end));
+    chunks.emplace_back(items.begin() + static_cast<long>(start),
+                        items.begin() + static_cast<long>(end));
     start = end;
   }
   return chunks;
@@ -18,7 +19,8 @@ std::vector<ItemSet> split(const ItemSet& items, size_t n) {
 
 ItemSet without(const ItemSet& items, const ItemSet& chunk) {
   ItemSet out;
-  std::set_difference(items.begin(), items.end(), chunk.begin(), chunk.end(), std::back_inserter(out));
+  std::set_difference(items.begin(), items.end(), chunk.begin(), chunk.end(),
+                      std::back_inserter(out));
   return out;
 }
 

@@ -14,8 +14,12 @@ using nlohmann::json;
 
 namespace {
 json record_json(const TrialConfig& c, const RunRecord& r) {
-  json j = {{"type", "trial"},          {"key", c.canonical()}, {"config", c.to_json()},
-            {"status", r.status},        {"last_step", r.last_step}, {"dir", r.dir},
+  json j = {{"type", "trial"},
+            {"key", c.canonical()},
+            {"config", c.to_json()},
+            {"status", r.status},
+            {"last_step", r.last_step},
+            {"dir", r.dir},
             {"text", r.text.substr(0, 4000)}};
   j["signature"] = r.signature ? r.signature->to_json() : json(nullptr);
   return j;
@@ -30,7 +34,8 @@ Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listen
     if (type == "trial") {
       RunRecord r;
       r.status = e.value("status", "");
-      if (e.contains("signature") && e["signature"].is_object()) r.signature = Signature::from_json(e["signature"]);
+      if (e.contains("signature") && e["signature"].is_object())
+        r.signature = Signature::from_json(e["signature"]);
       r.last_step = e.value("last_step", -1LL);
       r.dir = e.value("dir", "");
       r.text = e.value("text", "");
@@ -58,13 +63,15 @@ double Oracle::elapsed_s() const {
 
 bool Oracle::exhausted() const {
   if (opt_.max_trials && stats_.trials >= *opt_.max_trials) return true;
-  if (opt_.max_time && elapsed_s() * 1000.0 >= static_cast<double>(opt_.max_time->count())) return true;
+  if (opt_.max_time && elapsed_s() * 1000.0 >= static_cast<double>(opt_.max_time->count()))
+    return true;
   return false;
 }
 
 RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base) {
   RunRecord r;
-  for (int attempt = 0; attempt < 3; ++attempt) {  // infra is retried, never counted as pass or fail
+  for (int attempt = 0; attempt < 3;
+       ++attempt) {  // infra is retried, never counted as pass or fail
     TrialRequest req;
     req.spec = &spec_;
     req.config = config;
@@ -79,7 +86,8 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base) {
       r.signature = Signature::from_json(o.diagnosis["signature"]);
       const auto& root = o.diagnosis["root_cause"];
       r.text = root.value("message", "");
-      for (const auto& line : root.value("excerpt", json::array())) r.text += "\n" + line.get<std::string>();
+      for (const auto& line : root.value("excerpt", json::array()))
+        r.text += "\n" + line.get<std::string>();
     }
     if (o.status == "interrupted") throw std::runtime_error("interrupted");
     if (o.status != "infra") break;
@@ -94,9 +102,12 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r) {
     ++stats_.replayed;
   } else {
     ++stats_.trials;
-    if (r.status == "pass") ++stats_.passed;
-    else if (r.status == "fail") ++stats_.failed;
-    else ++stats_.infra;
+    if (r.status == "pass")
+      ++stats_.passed;
+    else if (r.status == "fail")
+      ++stats_.failed;
+    else
+      ++stats_.infra;
     journal_.append(record_json(config, r));
   }
 }
@@ -188,7 +199,8 @@ std::vector<bool> Oracle::interesting_batch(const std::vector<TrialConfig>& conf
     std::vector<std::thread> threads;
     for (size_t k = 0; k < fresh.size(); ++k) {
       size_t attempt = runs_[configs[fresh[k]].canonical()].size();  // on this thread: no races
-      threads.emplace_back([&, k, attempt] { results[k] = fresh_trial(configs[fresh[k]], attempt); });
+      threads.emplace_back(
+          [&, k, attempt] { results[k] = fresh_trial(configs[fresh[k]], attempt); });
     }
     for (auto& t : threads) t.join();
     for (size_t k = 0; k < fresh.size(); ++k) {

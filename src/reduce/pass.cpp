@@ -4,14 +4,16 @@
 
 namespace ddpbisect {
 
-bool ReductionState::try_accept(const TrialConfig& candidate, const std::string& pass, Oracle& oracle) {
+bool ReductionState::try_accept(const TrialConfig& candidate, const std::string& pass,
+                                Oracle& oracle) {
   if (candidate.canonical() == best.canonical()) return false;
   if (!oracle.interesting(candidate)) return false;
   accept(candidate, pass, oracle);
   return true;
 }
 
-void ReductionState::accept(const TrialConfig& candidate, const std::string& pass, const Oracle& oracle) {
+void ReductionState::accept(const TrialConfig& candidate, const std::string& pass,
+                            const Oracle& oracle) {
   best = candidate;
   trace.push_back({oracle.stats().trials, pass, candidate});
 }

@@ -27,7 +27,8 @@ double measure_rate(Oracle& oracle, const TrialConfig& config, int* runs, int* f
   *runs = 1;
   *failures = 1;
   for (int i = 0; i < 10; ++i) {
-    if (i >= 4 && *failures == *runs) break;  // 5 of 5: deterministic (a 50% flake passes this 3% of the time)
+    if (i >= 4 && *failures == *runs)
+      break;  // 5 of 5: deterministic (a 50% flake passes this 3% of the time)
     RunRecord r = oracle.run(config);
     ++*runs;
     if (oracle.matches(r)) ++*failures;
@@ -104,6 +105,7 @@ int run_reduction(const Spec& spec, const ReductionOptions& opt) {
       progress.note("flaky: the failure reproduced " + std::to_string(failures) + " of " +
                     std::to_string(runs) + " times; each candidate gets up to " +
                     std::to_string(oracle.repeats()) + " trials");
+    report.escalation_trials = oracle.stats().trials;
     report.stage = esc.stage;
     report.original = esc.config;
     report.first_run = esc.run;

@@ -37,11 +37,17 @@ json report_json(const ReportInputs& r, const Oracle& oracle) {
   j["strategy"] = r.strategy;
   j["job"] = config_json(r.job, r.spec->stages.back().name);
   json tried = json::array();
-  for (const auto& [c, status] : r.tried) tried.push_back({{"config", config_json(c, c.stage)}, {"status", status}});
+  for (const auto& [c, status] : r.tried)
+    tried.push_back({{"config", config_json(c, c.stage)}, {"status", status}});
   j["escalation"] = tried;
-  j["trials"] = {{"total", st.trials},  {"failed", st.failed}, {"passed", st.passed},
-                 {"infra", st.infra},   {"cached", st.cached}, {"replayed", st.replayed},
-                 {"reduction", r.reduction_trials}};
+  j["trials"] = {{"total", st.trials},
+                 {"failed", st.failed},
+                 {"passed", st.passed},
+                 {"infra", st.infra},
+                 {"cached", st.cached},
+                 {"replayed", st.replayed},
+                 {"reduction", r.reduction_trials},
+                 {"escalation", r.escalation_trials}};
   j["elapsed_s"] = oracle.elapsed_s();
   if (r.status == "not_reproduced") {
     j["signature"] = nullptr;
@@ -54,8 +60,11 @@ json report_json(const ReportInputs& r, const Oracle& oracle) {
   j["original"] = config_json(r.original, r.stage);
   j["minimal"] = config_json(r.minimal, r.stage);
   double rate = r.confirm_runs ? static_cast<double>(r.confirm_failures) / r.confirm_runs : 0;
-  j["reproduction"] = {{"runs", r.confirm_runs}, {"failures", r.confirm_failures}, {"rate", rate},
-                       {"target_rate_estimate", oracle.rate()}, {"repeats_per_candidate", oracle.repeats()}};
+  j["reproduction"] = {{"runs", r.confirm_runs},
+                       {"failures", r.confirm_failures},
+                       {"rate", rate},
+                       {"target_rate_estimate", oracle.rate()},
+                       {"repeats_per_candidate", oracle.repeats()}};
   json trace = json::array();
   for (const auto& t : r.trace)
     trace.push_back({{"trial", t.trial},
@@ -66,7 +75,9 @@ json report_json(const ReportInputs& r, const Oracle& oracle) {
                      {"features", t.config.features.size()},
                      {"params", t.config.params}});
   j["trace"] = trace;
-  j["first_failure"] = {{"dir", r.first_run.dir}, {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};
+  j["first_failure"] = {
+      {"dir", r.first_run.dir},
+      {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};
   j["minimal_trial"] = {{"dir", r.minimal_run.dir}};
   j["repro"] = {{"spec", (fs::path(r.out_dir) / "repro" / "repro.yaml").string()}};
   return j;
@@ -87,19 +98,24 @@ void write_reports(const ReportInputs& r, const Oracle& oracle) {
 std::string summary_text(const ReportInputs& r, const Oracle& oracle) {
   std::ostringstream os;
   const auto& st = oracle.stats();
-  os << (r.status == "budget_exhausted" ? "ddpbisect: budget spent; the smallest failing configuration so far:\n"
-                                        : "ddpbisect: minimal failing configuration found\n");
+  os << (r.status == "budget_exhausted"
+             ? "ddpbisect: budget spent; the smallest failing configuration so far:\n"
+             : "ddpbisect: minimal failing configuration found\n");
   os << "  failure:   " << r.target.to_string() << "\n";
   os << "  original:  " << describe_config(r.original) << " (stage " << r.stage << ")\n";
   os << "  minimal:   " << describe_config(r.minimal) << "\n";
-  if (r.minimal.samples.size() <= 16) os << "  samples:   " << r.minimal.samples.to_string() << "\n";
-  os << "  components: [" ;
-  for (size_t i = 0; i < r.minimal.components.size(); ++i) os << (i ? ", " : "") << r.minimal.components[i];
+  if (r.minimal.samples.size() <= 16)
+    os << "  samples:   " << r.minimal.samples.to_string() << "\n";
+  os << "  components: [";
+  for (size_t i = 0; i < r.minimal.components.size(); ++i)
+    os << (i ? ", " : "") << r.minimal.components[i];
   os << "]  features: [";
-  for (size_t i = 0; i < r.minimal.features.size(); ++i) os << (i ? ", " : "") << r.minimal.features[i];
+  for (size_t i = 0; i < r.minimal.features.size(); ++i)
+    os << (i ? ", " : "") << r.minimal.features[i];
   os << "]\n";
   os << "  reproduced " << r.confirm_failures << "/" << r.confirm_runs << " times; " << st.trials
-     << " trials (" << st.cached << " answers from the cache) in " << std::lround(oracle.elapsed_s()) << " s\n";
+     << " trials (" << st.cached << " answers from the cache) in "
+     << std::lround(oracle.elapsed_s()) << " s\n";
   os << "  report:    " << (fs::path(r.out_dir) / "report.json").string() << "\n";
   os << "  repro:     " << (fs::path(r.out_dir) / "repro" / "repro.yaml").string() << "\n";
   return os.str();

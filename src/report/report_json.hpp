@@ -25,6 +25,7 @@ struct ReportInputs {
   std::vector<std::pair<TrialConfig, std::string>> tried;  // escalation
   int confirm_runs = 0, confirm_failures = 0;
   int64_t reduction_trials = 0;
+  int64_t escalation_trials = 0;  // escalation and the reproduction-rate reruns
 };
 
 nlohmann::json config_json(const TrialConfig& c, const std::string& stage);

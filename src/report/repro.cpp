@@ -7,8 +7,10 @@ namespace ddpbisect {
 std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std::string& stage) {
   nlohmann::json j = spec_to_json(spec);
   j["name"] = spec.name + "-minimal";
-  j["stages"] = nlohmann::json::array(
-      {{{"name", stage}, {"nodes", m.nodes}, {"procs_per_node", m.procs_per_node}, {"device", m.device}}});
+  j["stages"] = nlohmann::json::array({{{"name", stage},
+                                        {"nodes", m.nodes},
+                                        {"procs_per_node", m.procs_per_node},
+                                        {"device", m.device}}});
   auto& w = j["workload"];
   std::string samples = m.samples.to_string();
   if (spec.builtin) {

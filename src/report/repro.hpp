@@ -9,6 +9,7 @@
 
 namespace ddpbisect {
 
-std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& minimal, const std::string& stage);
+std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& minimal,
+                              const std::string& stage);
 
 }  // namespace ddpbisect

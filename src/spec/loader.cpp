@@ -439,7 +439,8 @@ class SpecLoader {
     const std::string p = "workload.builtin";
     if (!r_.expect_map(n, p)) return w;
     r_.check_keys(n, p,
-                  {"model", "dataset", "features", "params", "faults", "collective_timeout", "lr", "samples"});
+                  {"model", "dataset", "features", "params", "faults", "collective_timeout", "lr",
+                   "samples"});
     if (auto k = n["samples"]) w.samples = r_.samples(k, p + ".samples", true);
     if (auto k = n["collective_timeout"])
       if (auto v = r_.duration(k, p + ".collective_timeout")) w.collective_timeout = *v;
@@ -561,7 +562,10 @@ class SpecLoader {
     if (!r_.expect_map(n, p)) return q;
     r_.check_keys(n, p,
                   {"ranks", "min_world_size", "nodes", "step", "components", "features", "samples",
-                   "all_samples", "params"});
+                   "all_samples", "absent_components", "params"});
+    if (auto k = n["absent_components"])
+      if (auto v = r_.names(k, p + ".absent_components", builtin_components()))
+        q.absent_components = *v;
     if (auto k = n["all_samples"]) q.all_samples = r_.samples(k, p + ".all_samples", false);
     if (auto k = n["ranks"]) q.ranks = r_.integers(k, p + ".ranks", 0);
     if (auto k = n["min_world_size"]) q.min_world_size = r_.integer(k, p + ".min_world_size", 1);

@@ -19,6 +19,7 @@ static json requires_json(const FaultRequires& q) {
   if (q.step) j["step"] = *q.step;
   if (!q.components.empty()) j["components"] = q.components;
   if (!q.features.empty()) j["features"] = q.features;
+  if (!q.absent_components.empty()) j["absent_components"] = q.absent_components;
   if (q.samples) j["samples"] = q.samples->to_string();
   if (q.all_samples) j["all_samples"] = q.all_samples->to_string();
   for (const auto& [name, b] : q.params) {

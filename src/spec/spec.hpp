@@ -24,11 +24,12 @@ struct FaultRequires {
   std::optional<std::vector<int64_t>> ranks;
   std::optional<int64_t> min_world_size;
   std::optional<std::vector<int64_t>> nodes;
-  std::optional<int64_t> step;          // at or after this step
-  std::vector<std::string> components;  // all present
-  std::vector<std::string> features;    // all on
-  std::optional<IndexSet> samples;      // any of these in this rank's shard
-  std::optional<IndexSet> all_samples;  // every one of these in this rank's shard
+  std::optional<int64_t> step;                 // at or after this step
+  std::vector<std::string> components;         // all present
+  std::vector<std::string> absent_components;  // all absent
+  std::vector<std::string> features;           // all on
+  std::optional<IndexSet> samples;             // any of these in this rank's shard
+  std::optional<IndexSet> all_samples;         // every one of these in this rank's shard
   std::map<std::string, IntBound> params;
 };
 
@@ -62,7 +63,7 @@ struct BuiltinWorkload {
   std::vector<std::string> features;
   std::map<std::string, int64_t> params;
   std::vector<Fault> faults;
-  std::optional<IndexSet> samples;  // the subset of the data set to train on (default: all)
+  std::optional<IndexSet> samples;       // the subset of the data set to train on (default: all)
   Millis collective_timeout{1'800'000};  // Gloo's default: 30 minutes
   double lr = 0.05;
 };

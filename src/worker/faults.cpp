@@ -43,6 +43,8 @@ bool FaultPlan::holds(const Fault& f, size_t index, int64_t step, std::string* w
     check(step >= *q.step, "step " + std::to_string(step) + " >= " + std::to_string(*q.step));
   for (const auto& c : q.components) check(trial_.has_component(c), "component " + c + " present");
   for (const auto& feat : q.features) check(trial_.has_feature(feat), "feature " + feat + " on");
+  for (const auto& c : q.absent_components)
+    check(!trial_.has_component(c), "component " + c + " absent");
   if (q.samples) {
     bool any = std::any_of(shard_.begin(), shard_.end(),
                            [&](int64_t i) { return q.samples->contains(i); });
@@ -50,7 +52,8 @@ bool FaultPlan::holds(const Fault& f, size_t index, int64_t step, std::string* w
   }
   if (q.all_samples) {
     bool all = true;
-    for (int64_t i : q.all_samples->indices()) all = all && std::binary_search(shard_.begin(), shard_.end(), i);
+    for (int64_t i : q.all_samples->indices())
+      all = all && std::binary_search(shard_.begin(), shard_.end(), i);
     check(all, "all of samples " + q.all_samples->to_string() + " in this rank's shard");
   }
   for (const auto& [name, bound] : q.params) {

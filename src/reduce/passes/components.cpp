@@ -12,5 +12,7 @@ class ComponentsPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_components_pass() { return std::make_unique<ComponentsPass>(); }
+std::unique_ptr<Pass> make_components_pass() {
+  return std::make_unique<ComponentsPass>();
+}
 }  // namespace ddpbisect

@@ -12,5 +12,7 @@ class FeaturesPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_features_pass() { return std::make_unique<FeaturesPass>(); }
+std::unique_ptr<Pass> make_features_pass() {
+  return std::make_unique<FeaturesPass>();
+}
 }  // namespace ddpbisect

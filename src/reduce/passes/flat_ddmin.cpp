@@ -19,9 +19,12 @@ class FlatDdminPass : public Pass {
       c.components.clear();
       c.features.clear();
       for (size_t i : items) {
-        if (i < ns) picked.push_back(samples[i]);
-        else if (i < ns + nc) c.components.push_back(components[i - ns]);
-        else c.features.push_back(features[i - ns - nc]);
+        if (i < ns)
+          picked.push_back(samples[i]);
+        else if (i < ns + nc)
+          c.components.push_back(components[i - ns]);
+        else
+          c.features.push_back(features[i - ns - nc]);
       }
       c.samples = IndexSet::from_indices(picked);
       return c;
@@ -51,5 +54,7 @@ class FlatDdminPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_flat_ddmin_pass() { return std::make_unique<FlatDdminPass>(); }
+std::unique_ptr<Pass> make_flat_ddmin_pass() {
+  return std::make_unique<FlatDdminPass>();
+}
 }  // namespace ddpbisect

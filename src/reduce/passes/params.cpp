@@ -32,5 +32,7 @@ class ParamsPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_params_pass() { return std::make_unique<ParamsPass>(); }
+std::unique_ptr<Pass> make_params_pass() {
+  return std::make_unique<ParamsPass>();
+}
 }  // namespace ddpbisect

@@ -25,5 +25,7 @@ class SampleCountPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_sample_count_pass() { return std::make_unique<SampleCountPass>(); }
+std::unique_ptr<Pass> make_sample_count_pass() {
+  return std::make_unique<SampleCountPass>();
+}
 }  // namespace ddpbisect

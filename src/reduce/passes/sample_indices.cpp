@@ -29,5 +29,7 @@ class SampleIndicesPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_sample_indices_pass() { return std::make_unique<SampleIndicesPass>(); }
+std::unique_ptr<Pass> make_sample_indices_pass() {
+  return std::make_unique<SampleIndicesPass>();
+}
 }  // namespace ddpbisect

@@ -37,5 +37,7 @@ class StepsPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_steps_pass() { return std::make_unique<StepsPass>(); }
+std::unique_ptr<Pass> make_steps_pass() {
+  return std::make_unique<StepsPass>();
+}
 }  // namespace ddpbisect

@@ -16,7 +16,8 @@ class TopologyPass : public Pass {
         if (n * p < s.best.world_size() || (n * p == s.best.world_size() && n < s.best.nodes))
           shapes.push_back({n, p});
     std::sort(shapes.begin(), shapes.end(), [](auto a, auto b) {
-      return std::make_pair(a.first * a.second, a.first) < std::make_pair(b.first * b.second, b.first);
+      return std::make_pair(a.first * a.second, a.first) <
+             std::make_pair(b.first * b.second, b.first);
     });
     std::vector<TrialConfig> candidates;
     for (auto [n, p] : shapes) {
@@ -35,5 +36,7 @@ class TopologyPass : public Pass {
   }
 };
 }  // namespace
-std::unique_ptr<Pass> make_topology_pass() { return std::make_unique<TopologyPass>(); }
+std::unique_ptr<Pass> make_topology_pass() {
+  return std::make_unique<TopologyPass>();
+}
 }  // namespace ddpbisect

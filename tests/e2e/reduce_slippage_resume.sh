@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Slippage: a candidate that fails differently is never accepted. Resume: kill -9 the driver in
+# the middle of a reduction, --resume, and reach the same result without rerunning a trial.
+set -u
+bin=$1 root=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0 passed=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+py() { /usr/bin/python3 -c "$@"; }
+
+"$bin" "$root/tests/reduce/slippage.yaml" --out "$tmp/slip" --quiet --confirm 1 >/dev/null 2>"$tmp/slip.err" || { bad "slippage: exit $?"; cat "$tmp/slip.err"; }
+py '
+import json, sys
+r = json.load(open(sys.argv[1] + "/report.json"))
+j = [json.loads(l) for l in open(sys.argv[1] + "/journal.jsonl")]
+assert r["minimal"]["components"] == ["layernorm"], r["minimal"]["components"]
+assert r["signature"]["exception"] == "RuntimeError", r["signature"]
+other = [e for e in j if e.get("type") == "trial" and e["status"] == "fail" and e["signature"]["category"] != r["signature"]["category"]]
+assert other, "no trial failed differently: the trap was never sprung"
+' "$tmp/slip" && passed=$((passed + 1)) || bad "slippage: a different failure was accepted or never seen"
+
+# Reference: an uninterrupted reduction.
+spec=$root/tests/zoo/worker/culprit_sample.yaml
+"$bin" "$spec" --out "$tmp/ref" --quiet --confirm 1 >/dev/null 2>&1 || bad "resume: reference run failed"
+# Interrupted: kill -9 after 10 finished trials, then resume.
+"$bin" "$spec" --out "$tmp/res" --quiet --confirm 1 >/dev/null 2>&1 &
+driver=$!
+for _ in $(seq 600); do
+  n=$(grep -c '"type":"trial"' "$tmp/res/journal.jsonl" 2>/dev/null)
+  [[ ${n:-0} -ge 10 ]] && break
+  sleep 0.1
+done
+kill -9 $driver; wait $driver 2>/dev/null
+sleep 0.3
+[[ $(grep -lsa "DDPBISECT_TRIAL_TOKEN=" /proc/[0-9]*/environ 2>/dev/null | xargs -r grep -lsa "$tmp/res" 2>/dev/null | wc -l) == 0 ]] || bad "resume: ranks outlived the killed driver"
+cp "$tmp/res/journal.jsonl" "$tmp/before.jsonl"
+"$bin" "$spec" --out "$tmp/res" --resume --quiet --confirm 1 >/dev/null 2>"$tmp/res.err" || { bad "resume: exit $?"; cat "$tmp/res.err"; }
+py '
+import json, sys
+ref = json.load(open(sys.argv[1] + "/ref/report.json"))["minimal"]
+res = json.load(open(sys.argv[1] + "/res/report.json"))["minimal"]
+assert ref == res, (ref, res)
+before = [json.loads(l) for l in open(sys.argv[1] + "/before.jsonl") if l.strip()]
+after = [json.loads(l) for l in open(sys.argv[1] + "/res/journal.jsonl") if l.strip()]
+done = {e["key"] for e in before if e.get("type") == "trial"}
+new = [e for e in after[len(before):] if e.get("type") == "trial"]
+rerun = [e["key"] for e in new[:-1] if e["key"] in done]  # the last one is the confirmation rerun
+assert not rerun, f"rerun after resume: {rerun}"
+assert len([e for e in before if e.get("type") == "trial"]) >= 10 and new, (len(done), len(new))
+' "$tmp" && passed=$((passed + 1)) || bad "resume: different result or a finished trial was rerun"
+
+echo "slippage/resume: $passed passed, $fails failed"
+[[ $fails -eq 0 ]]
