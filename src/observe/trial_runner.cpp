@@ -314,7 +314,8 @@ TrialOutcome run_trial(const TrialRequest& req) {
       kill_alive("interrupt");
     }
     if (stop_kind.empty()) {
-      if (hang.hung(t)) {
+      // Once a rank has failed, the others' silence is its consequence: the early stop owns it.
+      if (!early_deadline && hang.hung(t)) {
         out.hang_declared_s = t;
         request_stacks("hang", t);
       } else if (t > timeout_s) {

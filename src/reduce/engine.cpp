@@ -70,7 +70,18 @@ ItemSet find_culprits(const ItemSet& items, const Test& test) {
     if (test(known)) break;
     if (rest.empty()) return items;  // not monotone: keep what we had
     // The smallest prefix of `rest` that, with `known`, is interesting; its last item is needed.
+    // Probe the prefix without the last item first: after a shortest-prefix search (the sample
+    // count pass) that answer is already known, and the last item is a culprit at no cost.
     size_t lo = 1, hi = rest.size();
+    if (hi > 1) {
+      ItemSet cand = known;
+      cand.insert(cand.end(), rest.begin(), rest.end() - 1);
+      std::sort(cand.begin(), cand.end());
+      if (!test(cand))
+        lo = hi;
+      else
+        hi = hi - 1;
+    }
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
       ItemSet cand = known;

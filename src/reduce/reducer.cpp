@@ -26,9 +26,9 @@ namespace {
 double measure_rate(Oracle& oracle, const TrialConfig& config, int* runs, int* failures) {
   *runs = 1;
   *failures = 1;
-  for (int i = 0; i < 10; ++i) {
-    if (i >= 4 && *failures == *runs)
-      break;  // 5 of 5: deterministic (a 50% flake passes this 3% of the time)
+  for (int i = 0; i < 10 && !oracle.exhausted(); ++i) {
+    if (i >= 6 && *failures == *runs)
+      break;  // 7 of 7: deterministic (a 50% flake passes this 0.8% of the time)
     RunRecord r = oracle.run(config);
     ++*runs;
     if (oracle.matches(r)) ++*failures;
@@ -135,7 +135,7 @@ int run_reduction(const Spec& spec, const ReductionOptions& opt) {
     int confirm = opt.confirm_runs >= 0 ? opt.confirm_runs : (rate < 1.0 ? 10 : 3);
     report.confirm_runs = 1;  // the trial that accepted the minimum
     report.confirm_failures = 1;
-    for (int i = 0; i < confirm; ++i) {
+    for (int i = 0; i < confirm && !oracle.exhausted(); ++i) {
       RunRecord r = oracle.run(state.best);
       ++report.confirm_runs;
       if (oracle.matches(r)) ++report.confirm_failures;

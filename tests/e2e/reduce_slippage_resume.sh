@@ -49,5 +49,28 @@ assert not rerun, f"rerun after resume: {rerun}"
 assert len([e for e in before if e.get("type") == "trial"]) >= 10 and new, (len(done), len(new))
 ' "$tmp" && passed=$((passed + 1)) || bad "resume: different result or a finished trial was rerun"
 
+# --jobs 2 tests candidates concurrently and must reach the same minimum.
+"$bin" "$spec" --out "$tmp/jobs" --jobs 2 --quiet --confirm 1 >/dev/null 2>&1 || bad "jobs: exit $?"
+py '
+import json, sys
+a = json.load(open(sys.argv[1] + "/ref/report.json"))["minimal"]
+b = json.load(open(sys.argv[1] + "/jobs/report.json"))["minimal"]
+assert a == b, (a, b)
+' "$tmp" && passed=$((passed + 1)) || bad "jobs: a different minimum with --jobs 2"
+
+# A budget: the best configuration so far is reported as such.
+"$bin" "$spec" --out "$tmp/budget" --max-trials 4 --quiet --confirm 0 >/dev/null 2>&1 || bad "budget: exit $?"
+py '
+import json, sys
+r = json.load(open(sys.argv[1] + "/budget/report.json"))
+assert r["status"] == "budget_exhausted", r["status"]
+assert r["trials"]["total"] <= 4, r["trials"]
+' "$tmp" && passed=$((passed + 1)) || bad "budget: not reported as budget_exhausted within 4 trials"
+
+# The output folder of a finished reduction is never overwritten.
+"$bin" "$spec" --out "$tmp/ref" --quiet >/dev/null 2>"$tmp/again.err"; rc=$?
+[[ $rc == 2 ]] && grep -q -- "--resume" "$tmp/again.err" && [[ -s $tmp/ref/report.json ]] &&
+  passed=$((passed + 1)) || bad "existing output folder: exit $rc"
+
 echo "slippage/resume: $passed passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -1,5 +1,7 @@
-// The baseline (--strategy ddmin): textbook ddmin over every sample, component and feature
-// flattened into one set, as a generic reducer would see the configuration.
+// The baseline (--strategy ddmin): textbook ddmin over every dimension flattened into one set of
+// units, as a generic reducer would see the configuration: each sample, component and feature is
+// a unit; an integer (nodes, procs per node, each param) of value v is v units, its value being
+// the number kept (at least 1).
 #include "reduce/engine.hpp"
 #include "reduce/pass.hpp"
 
@@ -10,27 +12,62 @@ class FlatDdminPass : public Pass {
   std::string name() const override { return "flat_ddmin"; }
   std::string dimension() const override { return "samples"; }
   bool run(ReductionState& s, Oracle& oracle) override {
-    const auto samples = s.best.samples.indices();
-    const auto components = s.best.components, features = s.best.features;
-    const size_t ns = samples.size(), nc = components.size(), total = ns + nc + features.size();
+    enum Kind { Sample, Component, Feature, Nodes, Procs, Param };
+    struct Unit {
+      Kind kind;
+      size_t index;  // into samples / components / features, or the param's position
+    };
+    const TrialConfig base = s.best;
+    const auto samples = base.samples.indices();
+    std::vector<std::string> params;
+    for (const auto& [k, v] : base.params) params.push_back(k);
+    std::vector<Unit> units;
+    for (size_t i = 0; i < samples.size(); ++i) units.push_back({Sample, i});
+    for (size_t i = 0; i < base.components.size(); ++i) units.push_back({Component, i});
+    for (size_t i = 0; i < base.features.size(); ++i) units.push_back({Feature, i});
+    for (int64_t i = 0; i < base.nodes; ++i) units.push_back({Nodes, 0});
+    for (int64_t i = 0; i < base.procs_per_node; ++i) units.push_back({Procs, 0});
+    for (size_t p = 0; p < params.size(); ++p)
+      for (int64_t i = 0; i < base.params.at(params[p]); ++i) units.push_back({Param, p});
+
     auto config_of = [&](const ItemSet& items) {
-      TrialConfig c = s.best;
+      TrialConfig c = base;
       std::vector<int64_t> picked;
       c.components.clear();
       c.features.clear();
+      c.nodes = c.procs_per_node = 0;
+      for (auto& [k, v] : c.params) v = 0;
       for (size_t i : items) {
-        if (i < ns)
-          picked.push_back(samples[i]);
-        else if (i < ns + nc)
-          c.components.push_back(components[i - ns]);
-        else
-          c.features.push_back(features[i - ns - nc]);
+        const Unit& u = units[i];
+        switch (u.kind) {
+          case Sample:
+            picked.push_back(samples[u.index]);
+            break;
+          case Component:
+            c.components.push_back(base.components[u.index]);
+            break;
+          case Feature:
+            c.features.push_back(base.features[u.index]);
+            break;
+          case Nodes:
+            ++c.nodes;
+            break;
+          case Procs:
+            ++c.procs_per_node;
+            break;
+          case Param:
+            ++c.params[params[u.index]];
+            break;
+        }
       }
+      c.nodes = std::max<int64_t>(c.nodes, 1);
+      c.procs_per_node = std::max<int64_t>(c.procs_per_node, 1);
+      for (auto& [k, v] : c.params) v = std::max<int64_t>(v, 1);
       c.samples = IndexSet::from_indices(picked);
       return c;
     };
-    ItemSet every(total);
-    for (size_t i = 0; i < total; ++i) every[i] = i;
+    ItemSet every(units.size());
+    for (size_t i = 0; i < units.size(); ++i) every[i] = i;
     ItemSet kept = ddmin(
         every,
         [&](const std::vector<ItemSet>& candidates) {
@@ -48,8 +85,9 @@ class FlatDdminPass : public Pass {
           return out;
         },
         /*try_empty=*/false);
-    if (kept.size() >= total) return false;
-    s.accept(config_of(kept), name(), oracle);
+    TrialConfig result = config_of(kept);
+    if (result.canonical() == base.canonical()) return false;
+    s.accept(result, name(), oracle);
     return true;
   }
 };
