@@ -51,6 +51,19 @@ struct ReduceCliOptions {
 };
 int reduce(const ReduceCliOptions& o);
 
+struct CheckOptions {
+  std::string spec;
+  std::string expect = "fail";  // fail | pass
+  int repeats = 1;
+  std::string junit;
+  bool bisect = false;
+  std::string stage;  // default: the first stage
+  std::string out;
+};
+// Reruns a repro spec; exit 0 when the expectation holds, 1 otherwise; --bisect: 0 good, 1 bad
+// (the pinned signature reproduced), 125 skip (infra or a different failure).
+int check(const CheckOptions& o);
+
 // Subcommands whose issue has not landed yet say so and exit 1.
 int not_yet(const std::string& command, const std::string& issue);
 

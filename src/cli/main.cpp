@@ -69,8 +69,16 @@ int main(int argc, char** argv) {
   explain->add_option("--ignore-frames", eo.ignore_frames,
                       "path fragments of frames that are not user code");
 
-  auto* check = app.add_subcommand("check", "Rerun a repro spec and exit by expectation (CI)");
-  check->add_option("spec", spec, "repro spec")->required();
+  cli::CheckOptions cko;
+  auto* check = app.add_subcommand(
+      "check", "Rerun a repro spec and exit by expectation (CI, git bisect run)");
+  check->add_option("spec", cko.spec, "repro spec (ddpbisect-out/repro/repro.yaml)")->required();
+  check->add_option("--expect", cko.expect, "fail (default) or pass");
+  check->add_option("--repeats", cko.repeats, "runs (default 1)")->check(CLI::Range(1, 1000));
+  check->add_option("--junit", cko.junit, "write JUnit XML here");
+  check->add_flag("--bisect", cko.bisect, "git bisect run codes: 0 good, 1 bad, 125 skip");
+  check->add_option("--stage", cko.stage, "stage name (default: the first)");
+  check->add_option("--out", cko.out, "output folder (default: the spec's report.dir)");
 
   auto* doctor = app.add_subcommand("doctor", "Pre-flight checks on every node of SPEC");
   doctor->add_option("spec", spec, "spec file")->required();
@@ -106,7 +114,7 @@ int main(int argc, char** argv) {
     if (*reduce) return cli::reduce(rdo);
     if (*run) return cli::run(ro);
     if (*explain) return cli::explain(eo);
-    if (*check) return cli::not_yet("check", "issue #7, report and regression check");
+    if (*check) return cli::check(cko);
     if (*doctor) return cli::not_yet("doctor", "issue #10, doctor");
   } catch (const std::exception& e) {
     std::cerr << "ddpbisect: internal error: " << e.what() << "\n";

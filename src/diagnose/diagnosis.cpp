@@ -108,6 +108,13 @@ bool same_failure(const Signature& target, const Signature& cand, const std::str
   return true;
 }
 
+bool matches_pinned(const std::string& category, const std::string& exception,
+                    const std::string& frame, const Signature& c) {
+  if (category.empty()) return true;
+  return c.category == category && (exception.empty() || c.exception == exception) &&
+         (frame.empty() || c.frame == frame);
+}
+
 json Diagnosis::to_json() const {
   json ranks_json = json::array();
   for (const auto& r : ranks) {

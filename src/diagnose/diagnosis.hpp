@@ -55,6 +55,10 @@ struct Signature {
 bool same_failure(const Signature& target, const Signature& candidate, const std::string& level,
                   const std::string& regex = "", const std::string& candidate_text = "");
 
+// Whether `candidate` is the failure a spec pins (match.signature); true when none is pinned.
+bool matches_pinned(const std::string& category, const std::string& exception,
+                    const std::string& frame, const Signature& candidate);
+
 struct RankSummary {
   int rank = 0;
   std::string category;  // "" when the rank showed nothing

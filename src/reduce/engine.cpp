@@ -31,7 +31,7 @@ int first_true(const std::vector<bool>& v) {
 }
 }  // namespace
 
-ItemSet ddmin(const ItemSet& input, const BatchTest& test, bool try_empty) {
+ItemSet ddmin(const ItemSet& input, const BatchTest& test, bool try_empty, bool complement_first) {
   ItemSet items = input;
   if (items.empty()) return items;
   if (try_empty && test({ItemSet{}})[0]) return {};
@@ -39,23 +39,26 @@ ItemSet ddmin(const ItemSet& input, const BatchTest& test, bool try_empty) {
   while (items.size() >= 2) {
     n = std::min(n, items.size());
     auto chunks = split(items, n);
-    // Complements first: removing one chunk keeps most of the configuration.
     std::vector<ItemSet> complements;
     for (const auto& c : chunks) complements.push_back(without(items, c));
-    int hit = first_true(test(complements));
-    if (hit >= 0) {
+    auto try_subsets = [&] {
+      int hit = first_true(test(chunks));
+      if (hit < 0) return false;
+      items = chunks[static_cast<size_t>(hit)];
+      n = 2;
+      return true;
+    };
+    auto try_complements = [&] {
+      int hit = first_true(test(complements));
+      if (hit < 0) return false;
       items = complements[static_cast<size_t>(hit)];
       n = std::max<size_t>(n - 1, 2);
-      continue;
-    }
-    if (n > 2) {  // for n == 2 the subsets are the complements just tested
-      hit = first_true(test(chunks));
-      if (hit >= 0) {
-        items = chunks[static_cast<size_t>(hit)];
-        n = 2;
-        continue;
-      }
-    }
+      return true;
+    };
+    // For n == 2 the subsets are the complements: test them once.
+    bool reduced = complement_first ? (try_complements() || (n > 2 && try_subsets()))
+                                    : (try_subsets() || (n > 2 && try_complements()));
+    if (reduced) continue;
     if (n >= items.size()) break;  // 1-minimal: no single item can go
     n = std::min(items.size(), 2 * n);
   }

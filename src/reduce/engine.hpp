@@ -15,9 +15,12 @@ using ItemSet = std::vector<size_t>;  // ascending indices into a dimension's it
 using BatchTest = std::function<std::vector<bool>(const std::vector<ItemSet>&)>;
 using Test = std::function<bool(const ItemSet&)>;
 
-// Delta debugging (Zeller's ddmin), complement-first: a 1-minimal subset of `items` that is still
-// interesting, given that `items` itself is. Tries the empty set first when `try_empty`.
-ItemSet ddmin(const ItemSet& items, const BatchTest& test, bool try_empty);
+// Delta debugging (Zeller's ddmin): a 1-minimal subset of `items` that is still interesting,
+// given that `items` itself is. Tries the empty set first when `try_empty`. Complement-first (the
+// default, as in picire) tries removing each chunk before keeping one; the textbook order
+// (Zeller and Hildebrandt 2002) tries each chunk alone first.
+ItemSet ddmin(const ItemSet& items, const BatchTest& test, bool try_empty,
+              bool complement_first = true);
 
 // Finds the culprits one at a time by binary search over prefixes: each costs about log2(n)
 // tests, so k culprits among n cost about k*log2(n) (ddmin: about 2k*log2(n)). Assumes that

@@ -23,7 +23,10 @@ Escalation escalate(const Spec& spec, Oracle& oracle, bool* found) {
     for (const auto& c : variants) {
       RunRecord r = oracle.run(c);
       e.tried.push_back({c, r.status});
-      if (r.status == "fail" && r.signature) {
+      const MatchSpec& m = spec.match;
+      if (r.status == "fail" && r.signature &&
+          matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
+                         *r.signature)) {
         e.stage = stage.name;
         e.config = c;
         e.run = r;

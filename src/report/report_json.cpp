@@ -79,7 +79,8 @@ json report_json(const ReportInputs& r, const Oracle& oracle) {
       {"dir", r.first_run.dir},
       {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};
   j["minimal_trial"] = {{"dir", r.minimal_run.dir}};
-  j["repro"] = {{"spec", (fs::path(r.out_dir) / "repro" / "repro.yaml").string()}};
+  j["repro"] = {{"spec", (fs::path(r.out_dir) / "repro" / "repro.yaml").string()},
+                {"script", (fs::path(r.out_dir) / "repro" / "run.sh").string()}};
   return j;
 }
 
@@ -87,7 +88,14 @@ void write_reports(const ReportInputs& r, const Oracle& oracle) {
   fs::path out(r.out_dir);
   if (r.status != "not_reproduced") {
     fs::create_directories(out / "repro");
-    std::ofstream(out / "repro" / "repro.yaml") << minimal_spec_yaml(*r.spec, r.minimal, r.stage);
+    std::ofstream(out / "repro" / "repro.yaml")
+        << minimal_spec_yaml(*r.spec, r.minimal, r.stage, r.target);
+    std::ofstream(out / "repro" / "config.json")
+        << rank_config_json(*r.spec, r.minimal).dump(2) << "\n";
+    std::ofstream(out / "repro" / "run.sh") << repro_run_sh(*r.spec, r.minimal, r.target);
+    fs::permissions(out / "repro" / "run.sh",
+                    fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add);
   }
   // Written whole, then renamed: a reader never sees half a report.
   std::string tmp = (out / "report.json.tmp").string();
@@ -117,7 +125,10 @@ std::string summary_text(const ReportInputs& r, const Oracle& oracle) {
      << " trials (" << st.cached << " answers from the cache) in "
      << std::lround(oracle.elapsed_s()) << " s\n";
   os << "  report:    " << (fs::path(r.out_dir) / "report.json").string() << "\n";
-  os << "  repro:     " << (fs::path(r.out_dir) / "repro" / "repro.yaml").string() << "\n";
+  os << "  repro:     " << (fs::path(r.out_dir) / "repro" / "repro.yaml").string()
+     << " and run.sh\n";
+  os << "next: ddpbisect check " << (fs::path(r.out_dir) / "repro" / "repro.yaml").string()
+     << " --expect fail   # in CI, until the bug is fixed\n";
   return os.str();
 }
 

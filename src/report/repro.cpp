@@ -1,11 +1,17 @@
 #include "report/repro.hpp"
 
+#include "common/text.hpp"
+#include "launch/rank_plan.hpp"
+#include "spec/placeholders.hpp"
 #include "spec/serialize.hpp"
 
 namespace ddpbisect {
 
-std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std::string& stage) {
+std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std::string& stage,
+                              const Signature& target) {
   nlohmann::json j = spec_to_json(spec);
+  j["match"]["signature"] = {
+      {"category", target.category}, {"exception", target.exception}, {"frame", target.frame}};
   j["name"] = spec.name + "-minimal";
   j["stages"] = nlohmann::json::array({{{"name", stage},
                                         {"nodes", m.nodes},
@@ -27,6 +33,66 @@ std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std:
   j["report"]["dir"] = "ddpbisect-check";
   return "# The minimal configuration found by ddpbisect for " + spec.file +
          ".\n# Rerun it with: ddpbisect check repro.yaml --expect fail\n" + json_to_yaml(j);
+}
+
+std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature& target) {
+  std::string s =
+      "#!/usr/bin/env bash\n"
+      "# Reproduces, without ddpbisect: " +
+      target.to_string() +
+      "\n"
+      "# " +
+      std::to_string(m.world_size()) + " rank(s) on this machine (" + std::to_string(m.nodes) +
+      " node(s) of " + std::to_string(m.procs_per_node) +
+      "), with torchrun's environment contract.\n"
+      "# Exit status: 1 when any rank fails. Rank logs: rank<N>.log beside this script.\n"
+      "set -u\n"
+      "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
+      "export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + RANDOM % "
+      "20000))}\n"
+      "export WORLD_SIZE=" +
+      std::to_string(m.world_size()) + " LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
+      " GROUP_WORLD_SIZE=" + std::to_string(m.nodes) +
+      "\n"
+      "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} DDPBISECT_CONFIG=\"$here/config.json\"\n";
+  auto values = placeholder_values(m);
+  s += "export DDPBISECT_SAMPLES=" + shell_quote(values["samples"]) +
+       " DDPBISECT_COMPONENTS=" + shell_quote(values["components"]) +
+       " DDPBISECT_FEATURES=" + shell_quote(values["features"]) + "\n";
+  for (const auto& [k, v] : m.params) {
+    std::string upper = k;
+    for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    s += "export DDPBISECT_PARAM_" + upper + "=" + std::to_string(v) + "\n";
+  }
+  std::vector<std::string> argv;
+  if (spec.builtin) {
+    s += "worker=${DDPBISECT_WORKER:-$(command -v ddpbisect-worker || echo "
+         "\"$here/../../build/ddpbisect-worker\")}\n";
+    argv = {"\"$worker\"", "--config", "\"$here/config.json\""};
+  } else {
+    s += "export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 TORCH_SHOW_CPP_STACKTRACES=1\n";
+    for (const auto& [k, v] : spec.command->env) s += "export " + k + "=" + shell_quote(v) + "\n";
+    s += "cd " + shell_quote(spec.command->cwd) + " || exit 2\n";
+    for (const auto& a : spec.command->argv)
+      argv.push_back(shell_quote(substitute_placeholders(a, values)));
+  }
+  s += "pids=()\n"
+       "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
+       "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) NODE_RANK=$((rank / "
+       "LOCAL_WORLD_SIZE)) \\\n"
+       "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) " +
+       join(argv, " ") +
+       " >\"$here/rank$rank.log\" 2>&1 &\n"
+       "  pids+=($!)\n"
+       "done\n"
+       "status=0\n"
+       "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
+       "  wait \"${pids[$rank]}\"; rc=$?\n"
+       "  echo \"rank $rank exited $rc (log: $here/rank$rank.log)\"\n"
+       "  [[ $rc -eq 0 ]] || status=1\n"
+       "done\n"
+       "exit $status\n";
+  return s;
 }
 
 }  // namespace ddpbisect

@@ -4,12 +4,18 @@
 
 #include <string>
 
+#include "diagnose/diagnosis.hpp"
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
 
-std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& minimal,
-                              const std::string& stage);
+// `target` is pinned as match.signature, so `check` knows which failure counts.
+std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& minimal, const std::string& stage,
+                              const Signature& target);
+
+// run.sh: launches the minimal configuration's ranks with torchrun's environment contract and
+// needs no ddpbisect (the built-in worker reads config.json, written beside it).
+std::string repro_run_sh(const Spec& spec, const TrialConfig& minimal, const Signature& target);
 
 }  // namespace ddpbisect

@@ -811,7 +811,22 @@ class SpecLoader {
 
   void load_match(const YAML::Node& n, Spec& spec) {
     if (!r_.expect_map(n, "match")) return;
-    r_.check_keys(n, "match", {"level", "regex", "ignore_frames"});
+    r_.check_keys(n, "match", {"level", "regex", "ignore_frames", "signature"});
+    if (auto k = n["signature"]) {
+      if (r_.expect_map(k, "match.signature")) {
+        r_.check_keys(k, "match.signature", {"category", "exception", "frame"});
+        if (auto c = k["category"]) {
+          if (auto v = r_.string(c, "match.signature.category")) spec.match.signature_category = *v;
+        } else {
+          r_.error(k, "match.signature.category", "missing: a pinned signature names its category");
+        }
+        if (auto c = k["exception"])
+          if (auto v = r_.string(c, "match.signature.exception", true))
+            spec.match.signature_exception = *v;
+        if (auto c = k["frame"])
+          if (auto v = r_.string(c, "match.signature.frame", true)) spec.match.signature_frame = *v;
+      }
+    }
     if (auto k = n["ignore_frames"])
       if (auto v = r_.names(k, "match.ignore_frames")) spec.match.ignore_frames = *v;
     if (auto k = n["level"])

@@ -107,6 +107,10 @@ nlohmann::json spec_to_json(const Spec& spec) {
   j["match"] = {{"level", spec.match.level}};
   if (!spec.match.regex.empty()) j["match"]["regex"] = spec.match.regex;
   if (!spec.match.ignore_frames.empty()) j["match"]["ignore_frames"] = spec.match.ignore_frames;
+  if (!spec.match.signature_category.empty())
+    j["match"]["signature"] = {{"category", spec.match.signature_category},
+                               {"exception", spec.match.signature_exception},
+                               {"frame", spec.match.signature_frame}};
   j["report"] = {{"dir", spec.report_dir}};
   return j;
 }

@@ -117,6 +117,9 @@ struct MatchSpec {
   std::string level = "default";  // strict | default | loose
   std::string regex;
   std::vector<std::string> ignore_frames;  // extra path fragments of non-user frames
+  // A pinned target: only a failure with this category (and exception and frame, when given)
+  // counts. Written into every repro.yaml.
+  std::string signature_category, signature_exception, signature_frame;
 };
 
 struct Spec {

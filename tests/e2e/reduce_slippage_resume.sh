@@ -49,6 +49,29 @@ assert not rerun, f"rerun after resume: {rerun}"
 assert len([e for e in before if e.get("type") == "trial"]) >= 10 and new, (len(done), len(new))
 ' "$tmp" && passed=$((passed + 1)) || bad "resume: different result or a finished trial was rerun"
 
+# The repro: run.sh reproduces without ddpbisect; check exits by expectation; JUnit for CI.
+DDPBISECT_WORKER=$(dirname "$bin")/ddpbisect-worker bash "$tmp/ref/repro/run.sh" >"$tmp/runsh.out" 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "RuntimeError: bad record" "$tmp"/ref/repro/rank*.log && passed=$((passed + 1)) ||
+  { bad "run.sh: exit $rc, or the failure is not in its rank logs"; cat "$tmp/runsh.out"; }
+repro=$tmp/ref/repro/repro.yaml
+"$bin" check "$repro" --expect fail --out "$tmp/chk" --junit "$tmp/junit.xml" >/dev/null 2>&1; rc_fail=$?
+"$bin" check "$repro" --expect pass --out "$tmp/chk" >/dev/null 2>&1; rc_pass=$?
+"$bin" check "$repro" --bisect --out "$tmp/chk" >/dev/null 2>&1; rc_bisect=$?
+[[ "$rc_fail $rc_pass $rc_bisect" == "0 1 1" ]] && passed=$((passed + 1)) ||
+  bad "check: --expect fail/--expect pass/--bisect exited $rc_fail/$rc_pass/$rc_bisect, want 0/1/1"
+py '
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suite = root.find("testsuite")
+assert root.tag == "testsuites" and suite is not None, root.tag
+assert suite.get("tests") == "1" and suite.get("failures") == "0", suite.attrib
+assert suite.find("testcase").get("name"), "no testcase name"
+' "$tmp/junit.xml" && passed=$((passed + 1)) || bad "junit: not the shape CI systems read"
+# Fixed code passes: the same repro with the fault condition unmet is "good" for git bisect.
+sed 's/^    samples: "37"$/    samples: "36"/' "$repro" >"$tmp/ref/repro/fixed.yaml"
+"$bin" check "$tmp/ref/repro/fixed.yaml" --bisect --out "$tmp/chk" >/dev/null 2>&1; rc=$?
+[[ $rc == 0 ]] && passed=$((passed + 1)) || bad "check --bisect on a passing repro: exit $rc, want 0"
+
 # --jobs 2 tests candidates concurrently and must reach the same minimum.
 "$bin" "$spec" --out "$tmp/jobs" --jobs 2 --quiet --confirm 1 >/dev/null 2>&1 || bad "jobs: exit $?"
 py '

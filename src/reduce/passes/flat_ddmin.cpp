@@ -1,4 +1,5 @@
-// The baseline (--strategy ddmin): textbook ddmin over every dimension flattened into one set of
+// The baseline (--strategy ddmin): textbook ddmin (subsets, then complements, then finer
+// granularity; Zeller and Hildebrandt 2002) over every dimension flattened into one set of
 // units, as a generic reducer would see the configuration: each sample, component and feature is
 // a unit; an integer (nodes, procs per node, each param) of value v is v units, its value being
 // the number kept (at least 1).
@@ -84,7 +85,7 @@ class FlatDdminPass : public Pass {
           for (size_t k = 0; k < valid.size(); ++k) out[valid[k]] = verdicts[k];
           return out;
         },
-        /*try_empty=*/false);
+        /*try_empty=*/false, /*complement_first=*/false);
     TrialConfig result = config_of(kept);
     if (result.canonical() == base.canonical()) return false;
     s.accept(result, name(), oracle);
