@@ -18,24 +18,17 @@ int check(const CheckOptions& o) {
     std::cerr << "ddpbisect check: --expect: expected fail or pass, found '" << o.expect << "'\n";
     return exit_code::kBadInput;
   }
-  LoadResult r = load_spec_file(o.spec);
-  if (!r.spec) {
-    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
-    return exit_code::kBadInput;
-  }
-  const Spec& spec = *r.spec;
-  const Stage* stage = o.stage.empty() ? &spec.stages.front() : spec.find_stage(o.stage);
-  if (!stage) {
-    std::cerr << "ddpbisect check: --stage: no stage named '" << o.stage << "' in " << o.spec
-              << "\n";
-    return exit_code::kBadInput;
-  }
+  auto loaded = load_spec_or_report(o.spec);
+  if (!loaded) return exit_code::kBadInput;
+  const Spec& spec = *loaded;
+  auto trial = trial_config_or_report(spec, o.stage, {}, "check", /*first=*/true);
+  if (!trial) return exit_code::kBadInput;
   const MatchSpec& m = spec.match;
   const std::string root = o.out.empty() ? spec.report_dir : o.out;
   int bad = 0, good = 0, skip = 0;
   std::vector<JUnitCase> cases;
   for (int i = 0; i < o.repeats; ++i) {
-    TrialRequest req{&spec, initial_config(spec, *stage), next_trial_dir(root), {}};
+    TrialRequest req{&spec, *trial, next_trial_dir(root), {}};
     TrialOutcome out = run_trial(req);
     if (out.status == "interrupted") return 128 + pending_termination_signal();
     std::string verdict;

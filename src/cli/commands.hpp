@@ -1,10 +1,22 @@
 // One function per subcommand; main.cpp only parses flags and dispatches here.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "spec/spec.hpp"
+#include "spec/trial_config.hpp"
+
 namespace ddpbisect::cli {
+
+// Shared by the subcommands: the spec, or its errors printed (then exit 2).
+std::optional<Spec> load_spec_or_report(const std::string& path);
+// The trial configuration of `stage` (the last stage when empty, the first when `first`) with
+// `--set` overrides applied; nullopt after printing what was wrong, naming `command`.
+std::optional<TrialConfig> trial_config_or_report(const Spec& spec, const std::string& stage,
+                                                  const std::vector<std::string>& sets,
+                                                  const std::string& command, bool first = false);
 
 struct ValidateOptions {
   std::string spec;

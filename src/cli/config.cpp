@@ -8,27 +8,40 @@
 
 namespace ddpbisect::cli {
 
-int config(const ConfigOptions& o) {
-  LoadResult r = load_spec_file(o.spec);
-  if (!r.spec) {
-    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
-    return exit_code::kBadInput;
-  }
-  const Spec& spec = *r.spec;
-  const Stage* stage = o.stage.empty() ? &spec.stages.back() : spec.find_stage(o.stage);
+std::optional<Spec> load_spec_or_report(const std::string& path) {
+  LoadResult r = load_spec_file(path);
+  for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+  return r.spec;
+}
+
+std::optional<TrialConfig> trial_config_or_report(const Spec& spec, const std::string& stage_name,
+                                                  const std::vector<std::string>& sets,
+                                                  const std::string& command, bool first) {
+  const Stage* stage = !stage_name.empty() ? spec.find_stage(stage_name)
+                       : first             ? &spec.stages.front()
+                                           : &spec.stages.back();
   if (!stage) {
-    std::cerr << "ddpbisect: --stage: no stage named '" << o.stage << "' in " << o.spec << "\n";
-    return exit_code::kBadInput;
+    std::cerr << "ddpbisect " << command << ": --stage: no stage named '" << stage_name << "' in "
+              << spec.file << "\n";
+    return std::nullopt;
   }
   TrialConfig t = initial_config(spec, *stage);
-  for (const auto& s : o.sets) {
+  for (const auto& s : sets) {
     std::string err = apply_override(t, s);
     if (!err.empty()) {
-      std::cerr << "ddpbisect: --set " << s << ": " << err << "\n";
-      return exit_code::kBadInput;
+      std::cerr << "ddpbisect " << command << ": --set " << s << ": " << err << "\n";
+      return std::nullopt;
     }
   }
-  std::cout << rank_config_json(spec, t).dump(2) << "\n";
+  return t;
+}
+
+int config(const ConfigOptions& o) {
+  auto spec = load_spec_or_report(o.spec);
+  if (!spec) return exit_code::kBadInput;
+  auto t = trial_config_or_report(*spec, o.stage, o.sets, "config");
+  if (!t) return exit_code::kBadInput;
+  std::cout << rank_config_json(*spec, *t).dump(2) << "\n";
   return exit_code::kOk;
 }
 

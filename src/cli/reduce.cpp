@@ -9,12 +9,9 @@
 namespace ddpbisect::cli {
 
 int reduce(const ReduceCliOptions& o) {
-  LoadResult r = load_spec_file(o.spec);
-  if (!r.spec) {
-    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
-    return exit_code::kBadInput;
-  }
-  const Spec& spec = *r.spec;
+  auto loaded = load_spec_or_report(o.spec);
+  if (!loaded) return exit_code::kBadInput;
+  const Spec& spec = *loaded;
   ReductionOptions opt;
   opt.out_dir = o.out.empty() ? spec.report_dir : o.out;
   opt.resume = o.resume;

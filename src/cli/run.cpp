@@ -10,25 +10,12 @@
 namespace ddpbisect::cli {
 
 int run(const RunOptions& o) {
-  LoadResult r = load_spec_file(o.spec);
-  if (!r.spec) {
-    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
-    return exit_code::kBadInput;
-  }
-  const Spec& spec = *r.spec;
-  const Stage* stage = o.stage.empty() ? &spec.stages.back() : spec.find_stage(o.stage);
-  if (!stage) {
-    std::cerr << "ddpbisect run: --stage: no stage named '" << o.stage << "' in " << o.spec << "\n";
-    return exit_code::kBadInput;
-  }
-  TrialConfig config = initial_config(spec, *stage);
-  for (const auto& s : o.sets) {
-    std::string err = apply_override(config, s);
-    if (!err.empty()) {
-      std::cerr << "ddpbisect run: --set " << s << ": " << err << "\n";
-      return exit_code::kBadInput;
-    }
-  }
+  auto loaded = load_spec_or_report(o.spec);
+  if (!loaded) return exit_code::kBadInput;
+  const Spec& spec = *loaded;
+  auto trial = trial_config_or_report(spec, o.stage, o.sets, "run");
+  if (!trial) return exit_code::kBadInput;
+  const TrialConfig& config = *trial;
   const std::string root = o.out.empty() ? spec.report_dir : o.out;
   TrialOutcome outcome;
   // An address-in-use failure is not the bug: retry on a fresh port.

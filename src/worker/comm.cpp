@@ -79,6 +79,23 @@ Comm::Comm(const RankEnv& env, std::chrono::milliseconds timeout)
   pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_, options);
 }
 
+namespace {
+// Gloo reads a tensor list as copies of one tensor: several tensors travel as one flat buffer.
+torch::Tensor coalesce(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
+  return torch::cat(flat);
+}
+void scatter_back(const torch::Tensor& buffer, std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard ng;
+  int64_t offset = 0;
+  for (auto& t : tensors) {
+    t.copy_(buffer.slice(0, offset, offset + t.numel()).view_as(t));
+    offset += t.numel();
+  }
+}
+}  // namespace
+
 void Comm::finish(const c10::intrusive_ptr<c10d::Work>& work, const char* op) {
   bool done = false;
   try {
@@ -103,17 +120,9 @@ void Comm::allreduce(std::vector<torch::Tensor>& tensors, c10d::ReduceOp op) {
     finish(pg_->allreduce(tensors, o), "allreduce");
     return;
   }
-  // Gloo reads a tensor list as copies of one tensor: coalesce into a single flat buffer.
-  std::vector<torch::Tensor> flat;
-  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
-  std::vector<torch::Tensor> buffer = {torch::cat(flat)};
+  std::vector<torch::Tensor> buffer = {coalesce(tensors)};
   finish(pg_->allreduce(buffer, o), "allreduce");
-  torch::NoGradGuard ng;
-  int64_t offset = 0;
-  for (auto& t : tensors) {
-    t.copy_(buffer[0].slice(0, offset, offset + t.numel()).view_as(t));
-    offset += t.numel();
-  }
+  scatter_back(buffer[0], tensors);
 }
 
 void Comm::broadcast(std::vector<torch::Tensor>& tensors, int root) {
@@ -122,17 +131,9 @@ void Comm::broadcast(std::vector<torch::Tensor>& tensors, int root) {
   c10d::BroadcastOptions o;
   o.rootRank = root;
   o.timeout = timeout_;
-  // Gloo reads a tensor list as copies of one tensor: coalesce into a single flat buffer.
-  std::vector<torch::Tensor> flat;
-  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
-  std::vector<torch::Tensor> buffer = {torch::cat(flat)};
+  std::vector<torch::Tensor> buffer = {coalesce(tensors)};
   finish(pg_->broadcast(buffer, o), "broadcast");
-  torch::NoGradGuard ng;
-  int64_t offset = 0;
-  for (auto& t : tensors) {
-    t.copy_(buffer[0].slice(0, offset, offset + t.numel()).view_as(t));
-    offset += t.numel();
-  }
+  scatter_back(buffer[0], tensors);
 }
 
 void Comm::barrier() {

@@ -22,5 +22,11 @@ printf '' >"$tmp/empty.yaml"
 pattern='empty\.yaml:1:1: error: the spec is empty' expect 2 "empty spec" -- "$bin" validate "$tmp/empty.yaml"
 pattern='"stages"' expect 0 "validate --json" -- "$bin" validate --json "$configs/demo.yaml"
 pattern='procs_per_node: 2' expect 0 "validate prints normalized YAML" -- "$bin" validate "$configs/demo.yaml"
+pattern='not implemented yet' expect 1 "doctor says it is not in this build" -- "$bin" doctor "$configs/demo.yaml"
+pattern='--expect' expect 2 "check --expect validates its value" -- "$bin" check "$configs/demo.yaml" --expect maybe
+pattern='no such file' expect 2 "explain on a missing path" -- "$bin" explain "$tmp/missing-logs"
+pattern='no stage named' expect 2 "run --stage must exist" -- "$bin" run "$configs/demo.yaml" --stage nope
+pattern='--set' expect 2 "run --set must name a dimension" -- "$bin" run "$configs/demo.yaml" --set bogus=1
+pattern='--max-time' expect 2 "reduce --max-time must be a duration" -- "$bin" "$configs/demo.yaml" --max-time soon --out "$tmp/o"
 echo "cli contract: $fails failed"
 [[ $fails -eq 0 ]]
