@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "reduce/progress.hpp"
+#include "report/report_md.hpp"
 #include "report/repro.hpp"
 
 namespace fs = std::filesystem;
@@ -97,6 +98,7 @@ void write_reports(const ReportInputs& r, const Oracle& oracle) {
                     fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);
   }
+  std::ofstream(out / "report.md") << report_markdown(r, oracle);
   // Written whole, then renamed: a reader never sees half a report.
   std::string tmp = (out / "report.json.tmp").string();
   std::ofstream(tmp) << report_json(r, oracle).dump(2) << "\n";

@@ -11,8 +11,8 @@
 namespace ddpbisect {
 
 // `target` is pinned as match.signature, so `check` knows which failure counts.
-std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& minimal, const std::string& stage,
-                              const Signature& target);
+std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& minimal,
+                              const std::string& stage, const Signature& target);
 
 // run.sh: launches the minimal configuration's ranks with torchrun's environment contract and
 // needs no ddpbisect (the built-in worker reads config.json, written beside it).

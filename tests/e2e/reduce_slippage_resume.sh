@@ -19,9 +19,17 @@ other = [e for e in j if e.get("type") == "trial" and e["status"] == "fail" and 
 assert other, "no trial failed differently: the trap was never sprung"
 ' "$tmp/slip" && passed=$((passed + 1)) || bad "slippage: a different failure was accepted or never seen"
 
-# Reference: an uninterrupted reduction.
+# Reference: an uninterrupted reduction, with secrets in the environment.
 spec=$root/tests/zoo/worker/culprit_sample.yaml
-"$bin" "$spec" --out "$tmp/ref" --quiet --confirm 1 >/dev/null 2>&1 || bad "resume: reference run failed"
+TORCH_E2E_TOKEN=s3cr3t-value-123 NCCL_E2E_STORE="https://alice:hunter2@store:8080/x" \
+  "$bin" "$spec" --out "$tmp/ref" --quiet --confirm 1 >/dev/null 2>&1 || bad "resume: reference run failed"
+# report.md: the summary, the root cause, the environment with the secrets redacted everywhere.
+grep -q '^\*\*Root cause:\*\* python_exception RuntimeError at trainer.cpp:fire_step_faults' "$tmp/ref/report.md" &&
+  grep -q '| samples | 64 | 1 (37) |' "$tmp/ref/report.md" &&
+  grep -q 'RuntimeError: bad record' "$tmp/ref/report.md" &&
+  grep -q '`TORCH_E2E_TOKEN` | `<redacted>`' "$tmp/ref/report.md" &&
+  grep -q 'alice:<redacted>@store' "$tmp/ref/report.md" && passed=$((passed + 1)) || bad "report.md: summary, root cause or redaction missing"
+! grep -rlq -e 's3cr3t-value-123' -e 'hunter2' "$tmp/ref" && passed=$((passed + 1)) || bad "a secret from the environment reached an output file"
 # Interrupted: kill -9 after 10 finished trials, then resume.
 "$bin" "$spec" --out "$tmp/res" --quiet --confirm 1 >/dev/null 2>&1 &
 driver=$!

@@ -23,15 +23,21 @@ workload:
 stages: [{name: s, nodes: $nodes, procs_per_node: $ppn}]
 EOS
   "$driver" config "$tmp/spec.yaml" "$@" >"$tmp/cfg.json" || { echo "config failed"; return 1; }
-  local port=$((20000 + RANDOM % 30000)) pids=() r
-  rm -f "$tmp"/out* "$tmp"/err* "$tmp"/rc*
-  for ((r = 0; r < world; r++)); do
-    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$((r % ppn)) LOCAL_WORLD_SIZE=$ppn NODE_RANK=$((r / ppn)) \
-      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DDPBISECT_CONFIG="$tmp/cfg.json" DDPBISECT_TRIAL_DIR="$tmp" \
-      timeout -s USR1 -k 1 ${HANG_AFTER:-20} "$worker" >"$tmp/out$r" 2>"$tmp/err$r" &
-    pids+=($!)
+  local attempt r
+  # A port already in use is infrastructure, not the worker: retry on another one, as ddpbisect
+  # does. Ports come from below the kernel's ephemeral range, which Gloo's connections use.
+  for attempt in 1 2 3; do
+    local port=$((20000 + RANDOM % 12000)) pids=()
+    rm -f "$tmp"/out* "$tmp"/err* "$tmp"/rc*
+    for ((r = 0; r < world; r++)); do
+      RANK=$r WORLD_SIZE=$world LOCAL_RANK=$((r % ppn)) LOCAL_WORLD_SIZE=$ppn NODE_RANK=$((r / ppn)) \
+        MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DDPBISECT_CONFIG="$tmp/cfg.json" DDPBISECT_TRIAL_DIR="$tmp" \
+        timeout -s USR1 -k 1 ${HANG_AFTER:-20} "$worker" >"$tmp/out$r" 2>"$tmp/err$r" &
+      pids+=($!)
+    done
+    for ((r = 0; r < world; r++)); do wait "${pids[$r]}"; echo $? >"$tmp/rc$r"; done
+    grep -q "Address already in use" "$tmp"/err* || break
   done
-  for ((r = 0; r < world; r++)); do wait "${pids[$r]}"; echo $? >"$tmp/rc$r"; done
 }
 
 ok() { passed=$((passed + 1)); }
