@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/signals.hpp"
 #include "common/text.hpp"
 #include "diagnose/log_reader.hpp"
 
@@ -22,14 +23,6 @@ namespace ddpbisect {
 using nlohmann::json;
 
 namespace {
-
-const char* signal_name(int sig) {
-  static const std::map<int, const char*> names = {
-      {1, "SIGHUP"}, {2, "SIGINT"},  {4, "SIGILL"},   {6, "SIGABRT"},  {7, "SIGBUS"},
-      {8, "SIGFPE"}, {9, "SIGKILL"}, {11, "SIGSEGV"}, {13, "SIGPIPE"}, {15, "SIGTERM"}};
-  auto it = names.find(sig);
-  return it == names.end() ? "signal" : it->second;
-}
 
 std::string frame_key(const Frame* f) {
   if (!f) return "";

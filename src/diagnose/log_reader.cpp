@@ -56,14 +56,6 @@ std::vector<float> read_times(const std::string& path) {
   return out;
 }
 
-RE2::Options trigger_options() {
-  RE2::Options o;
-  o.set_max_mem(
-      32 << 20);  // room for the DFA's states: a starved cache falls back to slower search
-  o.set_never_capture(true);
-  return o;
-}
-
 class Reader {
  public:
   Reader(const LogInput& log, const std::vector<std::string>& library)
@@ -119,11 +111,7 @@ class Reader {
 
   // Whole lines: while every parser is idle, jump to the next line that could matter.
   void scan(std::string_view text) {
-    // Every line a parser could start on contains one of these (see could_matter); written with
-    // shared suffixes ("rror" for Error and error) to keep RE2's DFA small and fast.
-    static const RE2 trigger(
-        R"(rror|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnection|Signal|exitcode|Root Cause|NCCL WARN|out of memory|Expected|Detected|hread 0x|stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed)",
-        trigger_options());
+    const RE2& trigger = trigger_regex();
     size_t pos = 0;
     while (pos < text.size()) {
       if (all_idle()) {

@@ -28,10 +28,21 @@ bool has(std::string_view s, std::string_view needle) {
 }
 }  // namespace
 
+const RE2& trigger_regex() {
+  static const RE2 re = [] {
+    RE2::Options o;
+    o.set_max_mem(
+        32 << 20);  // room for the DFA's states: a starved cache falls back to slower search
+    o.set_never_capture(true);
+    return RE2(
+        R"(rror|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnection|Signal|exitcode|Root Cause|NCCL WARN|out of memory|Expected|Detected|hread 0x|stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed)",
+        o);
+  }();
+  return re;
+}
+
 bool could_matter(std::string_view line) {
-  static const RE2 re(
-      R"(Traceback|Error|error|Exception|exception|Fatal|terminate called|what\(\)|Watchdog|[Tt]imed out|Connection|Signal|exitcode|Root Cause|NCCL WARN|out of memory|Expected|Detected|Thread 0x|thread 0x|stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed)");
-  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), re);
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), trigger_regex());
 }
 
 StreamParser::StreamParser(int rank, std::string source, std::vector<std::string> library_patterns)
@@ -102,7 +113,6 @@ void StreamParser::line(std::string_view text, double time, long long order) {
       // "During handling..." chains a new traceback to this one: this one is the cause.
       if (starts_with(text, "During handling of the above exception") ||
           starts_with(text, "The above exception was the direct cause")) {
-        chained_ = true;
         emit();
         return;
       }
@@ -210,7 +220,6 @@ void StreamParser::line(std::string_view text, double time, long long order) {
   if (has(text, "Traceback (most recent call last):")) {
     start_event(EventKind::Error, time, order);
     add_excerpt(text);
-    if (chained_) current_.category = "";  // chained tracebacks are kept but the first is the cause
     state_ = State::Traceback;
     return;
   }

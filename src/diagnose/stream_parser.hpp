@@ -8,6 +8,10 @@
 
 #include "diagnose/event.hpp"
 
+namespace re2 {
+class RE2;
+}
+
 namespace ddpbisect {
 
 class StreamParser {
@@ -34,7 +38,6 @@ class StreamParser {
   std::vector<std::string> library_;
   State state_ = State::Idle;
   Event current_;
-  bool chained_ = false;         // the traceback being read follows "During handling..."
   bool current_thread_ = false;  // in a dump, reading the signalled thread's frames
   bool have_current_thread_ = false;
   int continuation_ = 0;
@@ -45,6 +48,10 @@ class StreamParser {
   static constexpr size_t kMaxExcerpt = 80;
 };
 
+// The words every line that could start or be an event contains: one regex for the per-line
+// filter below and for the log reader's skip over whole chunks. Written with shared suffixes
+// ("rror" for Error and error) to keep RE2's DFA small and fast.
+const re2::RE2& trigger_regex();
 // Whether a line could start or be an event (a quick filter; false means skip it safely).
 bool could_matter(std::string_view line);
 

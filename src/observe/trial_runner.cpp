@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/signals.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
 #include "launch/ports.hpp"
@@ -47,31 +48,6 @@ int stack_signal(const Spec& spec) {
   if (spec.builtin) return SIGUSR1;
   const std::string exe = fs::path(spec.command->argv[0]).filename().string();
   return exe.find("python") != std::string::npos ? SIGABRT : SIGUSR1;
-}
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGILL:
-      return "SIGILL";
-    case SIGUSR1:
-      return "SIGUSR1";
-    default:
-      return "signal";
-  }
 }
 
 struct LiveRank {
