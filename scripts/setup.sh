@@ -8,7 +8,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libre2-dev
   libgtest-dev libgmock-dev
   libtorch-dev libgloo-dev python3-torch
-  gdb procps
+  gdb procps chromium
 )
 
 missing=()

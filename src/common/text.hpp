@@ -10,6 +10,8 @@ namespace ddpbisect {
 std::string_view trim(std::string_view s);
 std::vector<std::string> split(std::string_view s, char sep);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
+// Replaces every occurrence of `from` (not empty) in `s`, left to right, without rescanning.
+void replace_all(std::string& s, std::string_view from, std::string_view to);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -108,6 +110,49 @@ std::string start_process(const ProcessSpec& spec, Child& child) {
   child.out_fd = out[0];
   child.err_fd = err[0];
   return "";
+}
+
+int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output, size_t cap) {
+  Child child;
+  std::string error = start_process(spec, child);
+  if (!error.empty()) {
+    output = error;
+    return -1;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int fds[2] = {child.out_fd, child.err_fd};
+  bool timed_out = false;
+  while (fds[0] >= 0 || fds[1] >= 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    if (poll(p, 2, static_cast<int>(std::min<long long>(left, 200))) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      ssize_t n = read(fds[i], buf, sizeof buf);
+      if (n > 0 && output.size() < cap)
+        output.append(buf, std::min(static_cast<size_t>(n), cap - output.size()));
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        close(fds[i]);
+        fds[i] = -1;
+      }
+    }
+  }
+  for (int fd : fds)
+    if (fd >= 0) close(fd);
+  if (timed_out) kill_group(child.pid);
+  int status = 0;
+  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  kill_group(child.pid);  // a helper's leftover descendants go with it
+  if (timed_out) return -1;
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 void kill_group(pid_t pid, int sig) {

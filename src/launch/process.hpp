@@ -27,6 +27,12 @@ struct Child {
 // message and no child is left behind.
 std::string start_process(const ProcessSpec& spec, Child& child);
 
+// Runs a short helper command to completion and returns its exit status (128+signal when a
+// signal ended it, -1 when it could not start or ran past `timeout_s` and was killed); its
+// stdout and stderr together, at most `cap` bytes, go to `output`.
+int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output,
+                size_t cap = 1 << 20);
+
 // SIGKILLs the process group of `pid` (the rank and every descendant that stayed in it).
 void kill_group(pid_t pid, int sig = 9);
 

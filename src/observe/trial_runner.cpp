@@ -100,6 +100,7 @@ nlohmann::json TrialOutcome::to_json() const {
               {"last_step", r.last_step},
               {"heartbeats", r.heartbeats},
               {"last_progress_s", r.last_progress_s},
+              {"step_times_s", r.step_times},
               {"stdout", r.stdout_path},
               {"stderr", r.stderr_path},
               {"bytes", r.bytes},
@@ -180,6 +181,8 @@ TrialOutcome run_trial(const TrialRequest& req) {
       if (auto hb = parse_heartbeat(line)) {
         ranks[static_cast<size_t>(i)].rec.heartbeats++;
         ranks[static_cast<size_t>(i)].rec.last_step = hb->step;
+        auto& times = ranks[static_cast<size_t>(i)].rec.step_times;
+        if (times.size() < 4096) times.push_back(t);
         hang.on_heartbeat(i, hb->step, t);
       } else {
         hang.on_output(i, t);

@@ -25,6 +25,7 @@ struct RankRecord {
   long long last_step = -1;
   long long heartbeats = 0;
   double last_progress_s = 0;
+  std::vector<double> step_times;  // when each heartbeat arrived (the first 4096)
   std::string stdout_path, stderr_path;
   int64_t bytes = 0, dropped = 0;
   std::string stack;  // what the rank printed after the stack request (hang, early stop)

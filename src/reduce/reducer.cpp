@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 
 #include "common/exit_codes.hpp"
@@ -11,6 +12,7 @@
 #include "reduce/oracle.hpp"
 #include "reduce/pass.hpp"
 #include "reduce/progress.hpp"
+#include "report/environment.hpp"
 #include "report/report_json.hpp"
 #include "report/repro.hpp"
 
@@ -77,6 +79,8 @@ int run_reduction(const Spec& spec, const ReductionOptions& opt) {
   });
   oracle_ptr = &oracle;
 
+  // The environment probe (a Python interpreter importing torch) runs beside the trials.
+  auto environment = std::async(std::launch::async, collect_environment, workload_python(spec));
   ReportInputs report;
   report.spec = &spec;
   report.out_dir = out.string();
@@ -90,6 +94,7 @@ int run_reduction(const Spec& spec, const ReductionOptions& opt) {
     if (!found) {
       progress.done();
       report.status = "not_reproduced";
+      report.environment = environment.get();
       write_reports(report, oracle);
       std::cout << "ddpbisect: no stage failed (" << esc.tried.size()
                 << " trials); nothing to reduce. Report: " << (out / "report.md").string() << "\n";
@@ -144,6 +149,7 @@ int run_reduction(const Spec& spec, const ReductionOptions& opt) {
     if (const RunRecord* r = oracle.matching_run(state.best)) report.minimal_run = *r;
     report.status = oracle.budget_hit() || oracle.exhausted() ? "budget_exhausted" : "reduced";
     progress.done();
+    report.environment = environment.get();
     write_reports(report, oracle);
     std::cout << summary_text(report, oracle);
     return exit_code::kOk;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "reduce/progress.hpp"
+#include "report/report_html.hpp"
 #include "report/report_md.hpp"
 #include "report/repro.hpp"
 
@@ -50,6 +51,7 @@ json report_json(const ReportInputs& r, const Oracle& oracle) {
                  {"reduction", r.reduction_trials},
                  {"escalation", r.escalation_trials}};
   j["elapsed_s"] = oracle.elapsed_s();
+  j["environment"] = r.environment;
   if (r.status == "not_reproduced") {
     j["signature"] = nullptr;
     j["original"] = nullptr;
@@ -80,8 +82,10 @@ json report_json(const ReportInputs& r, const Oracle& oracle) {
       {"dir", r.first_run.dir},
       {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};
   j["minimal_trial"] = {{"dir", r.minimal_run.dir}};
-  j["repro"] = {{"spec", (fs::path(r.out_dir) / "repro" / "repro.yaml").string()},
-                {"script", (fs::path(r.out_dir) / "repro" / "run.sh").string()}};
+  fs::path repro = fs::path(r.out_dir) / "repro";
+  j["repro"] = {{"spec", (repro / "repro.yaml").string()},
+                {"script", (repro / "run.sh").string()},
+                {"python", r.spec->builtin ? json((repro / "repro.py").string()) : json(nullptr)}};
   return j;
 }
 
@@ -93,12 +97,19 @@ void write_reports(const ReportInputs& r, const Oracle& oracle) {
         << minimal_spec_yaml(*r.spec, r.minimal, r.stage, r.target);
     std::ofstream(out / "repro" / "config.json")
         << rank_config_json(*r.spec, r.minimal).dump(2) << "\n";
+    auto executable = [](const fs::path& p) {
+      fs::permissions(p, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                      fs::perm_options::add);
+    };
     std::ofstream(out / "repro" / "run.sh") << repro_run_sh(*r.spec, r.minimal, r.target);
-    fs::permissions(out / "repro" / "run.sh",
-                    fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                    fs::perm_options::add);
+    executable(out / "repro" / "run.sh");
+    if (r.spec->builtin) {
+      std::ofstream(out / "repro" / "repro.py") << repro_python(*r.spec, r.minimal, r.target);
+      executable(out / "repro" / "repro.py");
+    }
   }
   std::ofstream(out / "report.md") << report_markdown(r, oracle);
+  std::ofstream(out / "report.html") << report_html(r, oracle);
   // Written whole, then renamed: a reader never sees half a report.
   std::string tmp = (out / "report.json.tmp").string();
   std::ofstream(tmp) << report_json(r, oracle).dump(2) << "\n";
@@ -127,8 +138,9 @@ std::string summary_text(const ReportInputs& r, const Oracle& oracle) {
      << " trials (" << st.cached << " answers from the cache) in "
      << std::lround(oracle.elapsed_s()) << " s\n";
   os << "  report:    " << (fs::path(r.out_dir) / "report.json").string() << "\n";
+  os << "  report:    " << (fs::path(r.out_dir) / "report.md").string() << " and report.html\n";
   os << "  repro:     " << (fs::path(r.out_dir) / "repro" / "repro.yaml").string()
-     << " and run.sh\n";
+     << (r.spec->builtin ? ", run.sh and repro.py (standalone PyTorch)\n" : " and run.sh\n");
   os << "next: ddpbisect check " << (fs::path(r.out_dir) / "repro" / "repro.yaml").string()
      << " --expect fail   # in CI, until the bug is fixed\n";
   return os.str();

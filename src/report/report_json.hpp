@@ -26,11 +26,13 @@ struct ReportInputs {
   int confirm_runs = 0, confirm_failures = 0;
   int64_t reduction_trials = 0;
   int64_t escalation_trials = 0;  // escalation and the reproduction-rate reruns
+  nlohmann::json environment;     // collect_environment()
 };
 
 nlohmann::json config_json(const TrialConfig& c, const std::string& stage);
 nlohmann::json report_json(const ReportInputs& r, const Oracle& oracle);
-// Writes report.json and repro/ (report.md and report.html arrive with issue #7).
+// Writes report.json, report.md, report.html and repro/ (repro.yaml, config.json, run.sh and,
+// for built-in workloads, repro.py).
 void write_reports(const ReportInputs& r, const Oracle& oracle);
 std::string summary_text(const ReportInputs& r, const Oracle& oracle);
 

@@ -1,36 +1,16 @@
 #include "report/report_md.hpp"
 
-#include <re2/re2.h>
-#include <sys/utsname.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "common/text.hpp"
-#include "common/version.hpp"
 #include "reduce/progress.hpp"
-
-extern char** environ;
+#include "report/environment.hpp"
 
 namespace ddpbisect {
 
 using nlohmann::json;
-
-std::string redact_value(const std::string& name, const std::string& value) {
-  std::string upper = name;
-  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* secret : {"TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL"})
-    if (upper.find(secret) != std::string::npos) return "<redacted>";
-  static const RE2 inline_secret(
-      R"((?i)((?:token|secret|key|password|passwd|credential)s?[=:]\s*)[^\s,;&]+)");
-  static const RE2 url_password(R"((://[^:/@\s]+:)[^@\s]+@)");
-  std::string v = value;
-  RE2::GlobalReplace(&v, inline_secret, "\\1<redacted>");
-  RE2::GlobalReplace(&v, url_password, "\\1<redacted>@");
-  return v;
-}
 
 namespace {
 std::string cell(const std::string& s) {
@@ -40,41 +20,23 @@ std::string cell(const std::string& s) {
   return out;
 }
 
-// The value of the first "prefix<sep>value" line (/proc/cpuinfo uses ':', /etc/os-release '=').
-std::string first_line_of(std::ifstream& in, const std::string& prefix, char sep) {
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t at = line.find(sep);
-    if (starts_with(line, prefix) && at != std::string::npos) {
-      std::string v(trim(line.substr(at + 1)));
-      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-      return v;
-    }
-  }
-  return "";
-}
-
-void environment(std::ostringstream& md) {
-  utsname u{};
-  uname(&u);
-  std::ifstream cpu("/proc/cpuinfo"), os("/etc/os-release");
+void environment(std::ostringstream& md, const json& env) {
+  auto text = [](const json& v) {
+    if (v.is_null()) return std::string("(unknown)");
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array() && v.empty()) return std::string("none");
+    return v.dump();
+  };
   md << "| | |\n|---|---|\n";
-  md << "| ddpbisect | " << kVersion << " |\n";
-  md << "| OS | " << cell(first_line_of(os, "PRETTY_NAME", '=')) << " |\n";
-  md << "| kernel | " << u.sysname << " " << u.release << " " << u.machine << " |\n";
-  md << "| CPU | " << cell(first_line_of(cpu, "model name", ':')) << " ("
-     << sysconf(_SC_NPROCESSORS_ONLN) << " online) |\n";
-  std::vector<std::string> vars;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    size_t eq = kv.find('=');
-    std::string name = kv.substr(0, eq);
-    if (starts_with(name, "NCCL_") || starts_with(name, "TORCH_") || starts_with(name, "MASTER_") ||
-        starts_with(name, "GLOO_") || starts_with(name, "CUDA_") || name == "OMP_NUM_THREADS")
-      vars.push_back("| `" + name + "` | `" + cell(redact_value(name, kv.substr(eq + 1))) + "` |");
-  }
-  std::sort(vars.begin(), vars.end());
-  for (const auto& v : vars) md << v << "\n";
+  for (const char* k : {"ddpbisect", "os", "kernel", "cpu", "cpus", "python", "torch", "cuda",
+                        "cudnn", "nccl", "gpu_driver", "gpus", "gloo"})
+    md << "| " << k << " | " << cell(text(env.value(k, json(nullptr)))) << " |\n";
+  if (env.contains("probe_error")) md << "| probe | " << cell(text(env["probe_error"])) << " |\n";
+  const json vars = env.value("variables", json::object());
+  for (const auto& [name, value] : vars.items())
+    md << "| `" << name << "` | `" << cell(value.get<std::string>()) << "` |\n";
+  md << "\nVersions as `" << cell(text(env.value("python_probe", json(nullptr))))
+     << "` reports them (the fields of `torch.utils.collect_env`).\n";
 }
 }  // namespace
 
@@ -129,7 +91,7 @@ std::string report_markdown(const ReportInputs& r, const Oracle& oracle) {
     }
   }
   md << "\n## Environment\n\n";
-  environment(md);
+  environment(md, r.environment);
   md << "\n## Reduction\n\n| trial | pass | ranks | samples | components | features "
         "|\n|---|---|---|---|---|---|\n";
   for (const auto& t : r.trace)

@@ -2,6 +2,7 @@
 
 #include "common/text.hpp"
 #include "launch/rank_plan.hpp"
+#include "report/templates.hpp"
 #include "spec/placeholders.hpp"
 #include "spec/serialize.hpp"
 
@@ -92,6 +93,19 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
        "  [[ $rc -eq 0 ]] || status=1\n"
        "done\n"
        "exit $status\n";
+  return s;
+}
+
+std::string repro_python(const Spec& spec, const TrialConfig& m, const Signature& target) {
+  std::string s = ddp_repro_template();
+  // The configuration sits in a raw triple-quoted string: no single quote may end it early.
+  std::string config = rank_config_json(spec, m).dump(1);
+  replace_all(config, "'", "\\u0027");
+  replace_all(s, "@CONFIG_JSON@", config);
+  replace_all(s, "\"@TARGET@\"", nlohmann::json(target.to_string()).dump());
+  std::string header = target.to_string();
+  replace_all(header, "\n", " ");
+  replace_all(s, "@HEADER@", "Reproduces: " + header + " (ddpbisect " + spec.file + ")");
   return s;
 }
 

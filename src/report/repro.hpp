@@ -18,4 +18,8 @@ std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& minimal,
 // needs no ddpbisect (the built-in worker reads config.json, written beside it).
 std::string repro_run_sh(const Spec& spec, const TrialConfig& minimal, const Signature& target);
 
+// repro.py, rendered from repro_templates/ddp_repro.py for built-in workloads: a standalone
+// PyTorch DDP program with the minimal model, data, settings and fault (needs no ddpbisect).
+std::string repro_python(const Spec& spec, const TrialConfig& minimal, const Signature& target);
+
 }  // namespace ddpbisect

@@ -1,4 +1,4 @@
-#include "report/report_md.hpp"
+#include "report/environment.hpp"
 
 #include <gtest/gtest.h>
 

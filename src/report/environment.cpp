@@ -1,0 +1,145 @@
+#include "report/environment.hpp"
+
+#include <re2/re2.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "common/text.hpp"
+#include "common/version.hpp"
+#include "launch/process.hpp"
+
+extern char** environ;
+
+namespace ddpbisect {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string redact_value(const std::string& name, const std::string& value) {
+  std::string upper = name;
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* secret : {"TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL"})
+    if (upper.find(secret) != std::string::npos) return "<redacted>";
+  static const RE2 inline_secret(
+      R"((?i)((?:token|secret|key|password|passwd|credential)s?[=:]\s*)[^\s,;&]+)");
+  static const RE2 url_password(R"((://[^:/@\s]+:)[^@\s]+@)");
+  std::string v = value;
+  RE2::GlobalReplace(&v, inline_secret, "\\1<redacted>");
+  RE2::GlobalReplace(&v, url_password, "\\1<redacted>@");
+  return v;
+}
+
+namespace {
+
+// The value of the first "prefix<sep>value" line (/proc/cpuinfo uses ':', /etc/os-release '=').
+std::string first_value(const std::string& file, const std::string& prefix, char sep) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t at = line.find(sep);
+    if (starts_with(line, prefix) && at != std::string::npos) {
+      std::string v(trim(line.substr(at + 1)));
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  }
+  return "";
+}
+
+// What torch.utils.collect_env reports, asked of the workload's own interpreter.
+const char* kPythonProbe = R"(import json, platform, sys
+r = {"python": platform.python_version(), "python_executable": sys.executable}
+try:
+    import torch
+    r["torch"] = torch.__version__
+    r["cuda"] = torch.version.cuda
+    r["cuda_available"] = torch.cuda.is_available()
+    r["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    try:
+        r["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None
+    except Exception:
+        r["nccl"] = None
+    r["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    r["distributed"] = torch.distributed.is_available()
+    r["gloo"] = torch.distributed.is_available() and torch.distributed.is_gloo_available()
+except Exception as e:
+    r["torch_error"] = repr(e)
+print(json.dumps(r))
+)";
+
+std::map<std::string, std::string> current_env() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+// The last line of a helper's output that parses as a JSON object.
+json last_json_line(const std::string& out) {
+  json found = nullptr;
+  for (const auto& line : split(out, '\n')) {
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) found = j;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::string workload_python(const Spec& spec) {
+  if (spec.command && !spec.command->argv.empty()) {
+    const std::string& a0 = spec.command->argv[0];
+    if (starts_with(fs::path(a0).filename().string(), "python")) return a0;
+  }
+  return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
+json collect_environment(const std::string& python) {
+  utsname u{};
+  uname(&u);
+  json j;
+  j["ddpbisect"] = kVersion;
+  j["os"] = first_value("/etc/os-release", "PRETTY_NAME", '=');
+  j["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  j["hostname"] = u.nodename;
+  j["cpu"] = first_value("/proc/cpuinfo", "model name", ':');
+  j["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
+  auto env = current_env();
+
+  ProcessSpec probe{{python, "-c", kPythonProbe}, env, ""};
+  std::string out;
+  int rc = run_capture(probe, 60, out);
+  json py = last_json_line(out);
+  j["python_probe"] = python;
+  for (const char* k : {"python", "torch", "cuda", "cudnn", "nccl", "gpus", "gloo"})
+    j[k] = py.is_object() && py.contains(k) ? py[k] : json(nullptr);
+  if (!py.is_object())
+    j["probe_error"] = "`" + python + " -c ...` exited " + std::to_string(rc) + ": " +
+                       std::string(trim(out.substr(0, 300)));
+  else if (py.contains("torch_error"))
+    j["probe_error"] = py["torch_error"];
+
+  // The GPU driver comes from nvidia-smi, when there is one.
+  j["gpu_driver"] = nullptr;
+  std::string smi_out;
+  ProcessSpec smi{{"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"}, env, ""};
+  if (run_capture(smi, 20, smi_out) == 0 && !trim(smi_out).empty())
+    j["gpu_driver"] = std::string(trim(split(smi_out, '\n')[0]));
+
+  json vars = json::object();
+  for (const auto& [name, value] : env)
+    if (starts_with(name, "NCCL_") || starts_with(name, "TORCH_") || starts_with(name, "MASTER_") ||
+        starts_with(name, "GLOO_") || starts_with(name, "CUDA_") || name == "OMP_NUM_THREADS")
+      vars[name] = redact_value(name, value);
+  j["variables"] = vars;
+  return j;
+}
+
+}  // namespace ddpbisect

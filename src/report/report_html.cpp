@@ -1,0 +1,319 @@
+#include "report/report_html.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/text.hpp"
+#include "reduce/progress.hpp"
+#include "report/environment.hpp"
+
+namespace ddpbisect {
+
+using nlohmann::json;
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string num(double v, int decimals = 1) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(decimals);
+  os << v;
+  return os.str();
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  json j = json::parse(in, nullptr, false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+const char* kStyle = R"(
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1d2330;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #dde;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f3f4f8}code,pre{font:12.5px ui-monospace,monospace}pre{background:#f6f7fa;padding:10px;overflow:auto;border:1px solid #e3e5ee}
+.cause{font-size:16px;background:#fff2f0;border-left:4px solid #d93025;padding:8px 12px;margin:10px 0}
+.legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
+svg text{font:11px system-ui,sans-serif}
+)";
+
+// The colour and label of a rank's end, from the trial outcome and its diagnosis.
+struct RankEnd {
+  std::string status;  // root_cause | echo | failed | stopped | passed | running
+  std::string colour;
+  std::string label;
+};
+
+RankEnd rank_end(const json& rank, const json& diag_rank) {
+  std::string killed = rank.value("killed_by", json(nullptr)).is_string()
+                           ? rank["killed_by"].get<std::string>()
+                           : "";
+  bool primary = diag_rank.is_object() && diag_rank.value("primary", false);
+  bool echo = diag_rank.is_object() && diag_rank["echo_of"].is_number();
+  std::string category = diag_rank.is_object() ? diag_rank.value("category", "") : "";
+  if (primary) return {"root_cause", "#d93025", "root cause: " + category};
+  if (echo)
+    return {"echo", "#f29900",
+            category + " (echo of rank " + std::to_string(diag_rank["echo_of"].get<int>()) + ")"};
+  if (!killed.empty()) return {"stopped", "#80868b", "stopped by ddpbisect (" + killed + ")"};
+  if (rank["signal"].is_string()) return {"failed", "#a142f4", rank["signal"].get<std::string>()};
+  if (rank["exit_code"].is_number() && rank["exit_code"].get<int>() != 0)
+    return {"failed", "#a142f4", "exit " + std::to_string(rank["exit_code"].get<int>())};
+  if (rank["exit_code"].is_number()) return {"passed", "#188038", "exited 0"};
+  return {"running", "#80868b", "did not end"};
+}
+
+// One trial's ranks as horizontal bars on a shared time axis.
+void timeline(std::ostringstream& h, const std::string& id, const std::string& title,
+              const json& outcome) {
+  h << "<h3>" << html_escape(title) << "</h3>\n";
+  if (!outcome.is_object() || !outcome.contains("ranks")) {
+    h << "<p>(the trial's outcome.json is missing)</p>\n";
+    return;
+  }
+  const json& ranks = outcome["ranks"];
+  json diag_ranks = json::array();
+  if (outcome.contains("diagnosis") && outcome["diagnosis"].is_object())
+    diag_ranks = outcome["diagnosis"].value("ranks", json::array());
+  auto diag_of = [&](int rank) {
+    for (const auto& d : diag_ranks)
+      if (d.value("rank", -1) == rank) return d;
+    return json(nullptr);
+  };
+  double span = std::max(0.001, outcome.value("duration_s", 0.0));
+  for (const auto& r : ranks) span = std::max(span, r.value("end_s", 0.0));
+  const int left = 70, width = 640, row = 26, top = 22;
+  const int height = top + row * static_cast<int>(ranks.size()) + 30;
+  auto x = [&](double t) { return left + width * std::clamp(t / span, 0.0, 1.0); };
+  h << "<svg id=\"" << id << "\" class=\"timeline\" width=\"1060\" height=\"" << height
+    << "\" viewBox=\"0 0 1060 " << height << "\" role=\"img\" aria-label=\"" << html_escape(title)
+    << "\">\n";
+  for (int i = 0; i <= 4; ++i) {  // time axis
+    double t = span * i / 4;
+    h << "<line x1=\"" << num(x(t)) << "\" y1=\"" << top - 6 << "\" x2=\"" << num(x(t))
+      << "\" y2=\"" << height - 24 << "\" stroke=\"#e3e5ee\"/><text x=\"" << num(x(t)) << "\" y=\""
+      << height - 10 << "\" text-anchor=\"middle\">" << num(t, 2) << " s</text>\n";
+  }
+  if (outcome["hang_declared_s"].is_number()) {
+    double t = outcome["hang_declared_s"].get<double>();
+    h << "<line class=\"hang-declared\" x1=\"" << num(x(t)) << "\" y1=\"" << top - 10 << "\" x2=\""
+      << num(x(t)) << "\" y2=\"" << height - 24
+      << "\" stroke=\"#d93025\" stroke-dasharray=\"4 3\"/><text x=\"" << num(x(t) + 3) << "\" y=\""
+      << top - 10 << "\" fill=\"#d93025\">hang declared</text>\n";
+  }
+  int i = 0;
+  for (const auto& r : ranks) {
+    int rank = r.value("rank", i);
+    RankEnd end = rank_end(r, diag_of(rank));
+    double y = top + row * i++;
+    double t0 = r.value("start_s", 0.0);
+    double t1 = r.value("end_s", -1.0) >= 0 ? r["end_s"].get<double>() : span;
+    h << "<g class=\"rank-row\" data-rank=\"" << rank << "\" data-status=\"" << end.status
+      << "\">\n<text x=\"4\" y=\"" << num(y + 15) << "\">rank " << rank << " (n"
+      << r.value("node", 0) << ")</text>\n";
+    h << "<rect x=\"" << num(x(t0)) << "\" y=\"" << num(y + 5) << "\" width=\""
+      << num(std::max(1.0, x(t1) - x(t0)))
+      << "\" height=\"14\" rx=\"3\" fill=\"#c6dafc\"><title>rank " << rank << ": " << num(t0, 3)
+      << " s to " << num(t1, 3) << " s, " << r.value("heartbeats", 0) << " steps</title></rect>\n";
+    for (const auto& t : r.value("step_times_s", json::array()))
+      h << "<line class=\"step\" x1=\"" << num(x(t.get<double>())) << "\" y1=\"" << num(y + 5)
+        << "\" x2=\"" << num(x(t.get<double>())) << "\" y2=\"" << num(y + 19)
+        << "\" stroke=\"#1a73e8\"/>\n";
+    h << "<circle class=\"end\" cx=\"" << num(x(t1)) << "\" cy=\"" << num(y + 12)
+      << "\" r=\"6\" fill=\"" << end.colour << "\"><title>" << html_escape(end.label)
+      << "</title></circle>\n<text x=\"" << left + width + 14 << "\" y=\"" << num(y + 15)
+      << "\" fill=\"" << end.colour << "\">" << html_escape(end.label) << "</text>\n</g>\n";
+  }
+  h << "</svg>\n";
+}
+
+// A configuration's size relative to the original, in percent: the mean over the reducible
+// dimensions of the fraction kept.
+double relative_size(const json& c, const TrialConfig& o) {
+  auto frac = [](double v, double full) { return full > 0 ? v / full : (v > 0 ? 1.0 : 0.0); };
+  double steps = c.contains("params") && c["params"].contains("steps")
+                     ? c["params"]["steps"].get<double>()
+                     : 0;
+  double o_steps = o.params.count("steps") ? static_cast<double>(o.params.at("steps")) : 0;
+  double sum = frac(c.value("world_size", 0), o.world_size()) +
+               frac(c.value("sample_count", 0), static_cast<double>(o.samples.size())) +
+               frac(static_cast<double>(c.value("components", json::array()).size()),
+                    static_cast<double>(o.components.size())) +
+               frac(static_cast<double>(c.value("features", json::array()).size()),
+                    static_cast<double>(o.features.size())) +
+               frac(steps, o_steps);
+  return 100.0 * sum / 5.0;
+}
+
+void reduction_trace(std::ostringstream& h, const ReportInputs& r) {
+  struct Dot {
+    int64_t trial;
+    double size;
+    std::string colour, what;
+  };
+  std::vector<Dot> dots;
+  std::ifstream journal(r.out_dir + "/journal.jsonl");
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(journal, line)) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_discarded() || e.value("type", "") != "trial") continue;
+    ++n;
+    std::string status = e.value("status", "");
+    std::string colour = "#188038", what = "passed";
+    if (status == "fail") {
+      bool target =
+          e["signature"].is_object() &&
+          same_failure(r.target, Signature::from_json(e["signature"]), r.spec->match.level);
+      colour = target ? "#d93025" : "#f29900";
+      what = target ? "the target failure" : "a different failure";
+    } else if (status != "pass") {
+      colour = "#80868b";
+      what = status;
+    }
+    dots.push_back({n, relative_size(e["config"], r.original), colour, what});
+  }
+  double top_size = 100;
+  for (const auto& d : dots) top_size = std::max(top_size, d.size);
+  const int left = 50, width = 900, height = 240, top = 12;
+  int64_t trials = std::max<int64_t>(n, 1);
+  auto x = [&](double t) { return left + width * (t - 0.5) / static_cast<double>(trials); };
+  auto y = [&](double s) { return top + (height - top - 30) * (1.0 - s / top_size); };
+  h << "<svg id=\"reduction-trace\" width=\"1000\" height=\"" << height << "\" viewBox=\"0 0 1000 "
+    << height << "\" role=\"img\" aria-label=\"configuration size per trial\">\n";
+  for (int p = 0; p <= 4; ++p) {
+    double s = top_size * p / 4;
+    h << "<line x1=\"" << left << "\" x2=\"" << left + width << "\" y1=\"" << num(y(s))
+      << "\" y2=\"" << num(y(s)) << "\" stroke=\"#e3e5ee\"/><text x=\"" << left - 6 << "\" y=\""
+      << num(y(s) + 4) << "\" text-anchor=\"end\">" << num(s, 0) << "%</text>\n";
+  }
+  h << "<text x=\"" << left + width / 2 << "\" y=\"" << height - 4
+    << "\" text-anchor=\"middle\">trial number (1 to " << n << ")</text>\n";
+  std::string path;
+  for (const auto& t : r.trace) {  // the accepted reductions, as a staircase
+    json c = t.config.to_json();
+    std::string pt =
+        num(x(static_cast<double>(t.trial))) + "," + num(y(relative_size(c, r.original)));
+    path += (path.empty() ? "M" : " H" + num(x(static_cast<double>(t.trial))) + " L") + pt;
+  }
+  if (!path.empty())
+    h << "<path class=\"accepted\" d=\"" << path << " H" << left + width
+      << "\" fill=\"none\" stroke=\"#d93025\" stroke-width=\"1.5\" opacity=\"0.6\"/>\n";
+  for (const auto& d : dots)
+    h << "<circle class=\"trial\" cx=\"" << num(x(static_cast<double>(d.trial))) << "\" cy=\""
+      << num(y(d.size)) << "\" r=\"3.5\" fill=\"" << d.colour << "\"><title>trial " << d.trial
+      << ": " << num(d.size) << "% of the original, " << d.what << "</title></circle>\n";
+  h << "</svg>\n<p class=\"legend\"><span><i class=\"sw\" style=\"background:#d93025\"></i>target "
+       "failure</span><span><i class=\"sw\" style=\"background:#f29900\"></i>different "
+       "failure</span><span><i class=\"sw\" style=\"background:#188038\"></i>passed</span><span><i "
+       "class=\"sw\" style=\"background:#80868b\"></i>infra / interrupted</span> Size: the mean "
+       "kept fraction of ranks, samples, components, features and steps.</p>\n";
+}
+
+}  // namespace
+
+std::string report_html(const ReportInputs& r, const Oracle& oracle) {
+  std::ostringstream h;
+  const auto& st = oracle.stats();
+  h << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ddpbisect: "
+    << html_escape(r.spec->name) << "</title><style>" << kStyle << "</style></head><body>\n";
+  h << "<h1>ddpbisect report: " << html_escape(r.spec->name) << "</h1>\n<p>Spec <code>"
+    << html_escape(r.spec->file) << "</code>; status <b id=\"status\">" << html_escape(r.status)
+    << "</b>; " << st.trials << " trials (" << st.cached << " from the cache) in "
+    << num(oracle.elapsed_s(), 0) << " s.</p>\n";
+  if (r.status == "not_reproduced") {
+    h << "<p>No stage failed, so there was nothing to reduce.</p>\n<table><tr><th>configuration</"
+         "th><th>status</th></tr>\n";
+    for (const auto& [c, status] : r.tried)
+      h << "<tr><td>" << html_escape(describe_config(c) + " (" + c.stage + ")") << "</td><td>"
+        << html_escape(status) << "</td></tr>\n";
+    h << "</table></body></html>\n";
+    return h.str();
+  }
+  h << "<div class=\"cause\" id=\"root-cause\"><b>Root cause:</b> "
+    << html_escape(redact_value("", r.target.to_string())) << "<br>reproduced "
+    << r.confirm_failures << "/" << r.confirm_runs << " times</div>\n";
+  h << "<table><tr><th></th><th>original (stage " << html_escape(r.stage)
+    << ")</th><th>minimal</th></tr>\n";
+  auto row = [&](const std::string& what, const std::string& a, const std::string& b) {
+    h << "<tr><td>" << html_escape(what) << "</td><td>" << html_escape(a) << "</td><td>"
+      << html_escape(b) << "</td></tr>\n";
+  };
+  row("ranks", std::to_string(r.original.nodes) + " x " + std::to_string(r.original.procs_per_node),
+      std::to_string(r.minimal.nodes) + " x " + std::to_string(r.minimal.procs_per_node));
+  row("samples", std::to_string(r.original.samples.size()),
+      std::to_string(r.minimal.samples.size()) +
+          (r.minimal.samples.size() <= 16 ? " (" + r.minimal.samples.to_string() + ")" : ""));
+  row("components", join(r.original.components, ", "), join(r.minimal.components, ", "));
+  row("features", join(r.original.features, ", "), join(r.minimal.features, ", "));
+  for (const auto& [k, v] : r.original.params)
+    row(k, std::to_string(v),
+        r.minimal.params.count(k) ? std::to_string(r.minimal.params.at(k)) : "");
+  h << "</table>\n<h2>Reproduce</h2>\n<pre>ddpbisect check " << html_escape(r.out_dir)
+    << "/repro/repro.yaml --expect fail\nbash " << html_escape(r.out_dir) << "/repro/run.sh"
+    << (r.spec->builtin ? "\n/usr/bin/python3 " + html_escape(r.out_dir) + "/repro/repro.py" : "")
+    << "</pre>\n";
+  json first = read_json(r.first_run.dir + "/outcome.json");
+  json minimal = read_json(r.minimal_run.dir + "/outcome.json");
+  h << "<h2>Rank timeline</h2>\n<p class=\"legend\"><span><i class=\"sw\" "
+       "style=\"background:#d93025\"></i>root cause</span><span><i class=\"sw\" "
+       "style=\"background:#f29900\"></i>echo of another rank's failure</span><span><i "
+       "class=\"sw\" style=\"background:#80868b\"></i>stopped by ddpbisect</span><span><i "
+       "class=\"sw\" style=\"background:#188038\"></i>exited 0</span> Ticks: training steps "
+       "(heartbeats).</p>\n";
+  timeline(h, "timeline-first", "First failing trial (" + describe_config(r.original) + ")", first);
+  timeline(h, "timeline-minimal", "Minimal trial (" + describe_config(r.minimal) + ")", minimal);
+  if (first.is_object() && first.contains("diagnosis") && first["diagnosis"].is_object()) {
+    h << "<h2>Root-cause traceback</h2>\n<p>"
+      << html_escape(first["diagnosis"].value("explanation", "")) << "</p>\n<pre>";
+    for (const auto& l : first["diagnosis"]["root_cause"].value("excerpt", json::array()))
+      h << html_escape(redact_value("", l.get<std::string>())) << "\n";
+    h << "</pre>\n";
+  }
+  h << "<h2>Reduction trace</h2>\n";
+  reduction_trace(h, r);
+  h << "<h2>Environment</h2>\n<table>\n";
+  for (const auto& [k, v] : r.environment.items()) {
+    if (k == "variables") continue;
+    h << "<tr><td>" << html_escape(k) << "</td><td><code>"
+      << html_escape(v.is_string() ? v.get<std::string>() : v.dump()) << "</code></td></tr>\n";
+  }
+  const json vars = r.environment.value("variables", json::object());
+  for (const auto& [k, v] : vars.items())
+    h << "<tr><td><code>" << html_escape(k) << "</code></td><td><code>"
+      << html_escape(v.get<std::string>()) << "</code></td></tr>\n";
+  h << "</table>\n</body></html>\n";
+  return h.str();
+}
+
+}  // namespace ddpbisect
