@@ -60,6 +60,7 @@ struct ReduceCliOptions {
   std::string max_time;
   int confirm = -1;
   bool quiet = false;
+  std::string from_logs;
 };
 int reduce(const ReduceCliOptions& o);
 

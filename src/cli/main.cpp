@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
   reduce->add_option("--confirm", rdo.confirm, "reruns of the minimum (default 3, 10 when flaky)")
       ->check(CLI::Range(0, 1000));
   reduce->add_flag("--quiet,-q", rdo.quiet, "no progress output");
+  reduce->add_option("--from-logs", rdo.from_logs,
+                     "chase exactly the failure in these logs (a torchrun --log-dir folder, "
+                     "per-rank logs, a console log)");
 
   cli::RunOptions ro;
   auto* run = app.add_subcommand(

@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "diagnose/diagnosis.hpp"
 #include "reduce/reducer.hpp"
 #include "spec/loader.hpp"
 
@@ -34,6 +35,25 @@ int reduce(const ReduceCliOptions& o) {
   }
   opt.confirm_runs = o.confirm;
   opt.quiet = o.quiet;
+  if (!o.from_logs.empty()) {
+    DiagnosisInput in;
+    in.library_patterns = spec.match.ignore_frames;
+    std::string err = inputs_from_paths({o.from_logs}, in);
+    if (!err.empty()) {
+      std::cerr << "ddpbisect: --from-logs: " << err << "\n";
+      return exit_code::kBadInput;
+    }
+    Diagnosis d = diagnose(in);
+    if (!d.failed) {
+      std::cerr << "ddpbisect: --from-logs: no failure found in " << o.from_logs << " ("
+                << in.logs.size() + in.error_files.size() << " log file(s))\n";
+      return exit_code::kBadInput;
+    }
+    opt.target = d.signature;
+    if (!o.quiet)
+      std::cerr << "ddpbisect: chasing the failure from " << o.from_logs << ": "
+                << d.signature.to_string() << "\n";
+  }
   return run_reduction(spec, opt);
 }
 

@@ -13,7 +13,7 @@ TrialConfig cheap_variant(const TrialConfig& full) {
   return c;
 }
 
-Escalation escalate(const Spec& spec, Oracle& oracle, bool* found) {
+Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signature* wanted) {
   Escalation e;
   *found = false;
   for (const auto& stage : spec.stages) {
@@ -22,11 +22,16 @@ Escalation escalate(const Spec& spec, Oracle& oracle, bool* found) {
     if (variants[0].canonical() != full.canonical()) variants.push_back(full);
     for (const auto& c : variants) {
       RunRecord r = oracle.run(c);
-      e.tried.push_back({c, r.status});
       const MatchSpec& m = spec.match;
-      if (r.status == "fail" && r.signature &&
-          matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
-                         *r.signature)) {
+      bool target = r.status == "fail" && r.signature &&
+                    matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
+                                   *r.signature) &&
+                    (!wanted || same_failure(*wanted, *r.signature, m.level, m.regex, r.text));
+      e.tried.push_back({c, r.status == "fail" && !target
+                                ? "fail (a different failure: " +
+                                      (r.signature ? r.signature->to_string() : "?") + ")"
+                                : r.status});
+      if (target) {
         e.stage = stage.name;
         e.config = c;
         e.run = r;

@@ -1,5 +1,6 @@
 // Escalation: climb the stage ladder cheapest first; within a stage try a cheap variant (fewer
-// steps, fewer samples) before the full configuration. The first failure sets the target.
+// steps, fewer samples) before the full configuration. The first failure (that a pinned
+// match.signature or --from-logs accepts) sets the target.
 #pragma once
 
 #include <optional>
@@ -15,7 +16,9 @@ struct Escalation {
   std::vector<std::pair<TrialConfig, std::string>> tried;  // every configuration and its status
 };
 
-Escalation escalate(const Spec& spec, Oracle& oracle, bool* found);
+// `wanted` (from --from-logs): only a failure that is the same as this one counts.
+Escalation escalate(const Spec& spec, Oracle& oracle, bool* found,
+                    const Signature* wanted = nullptr);
 
 // The cheap variant of a stage's full configuration, or the same configuration when there is
 // nothing to trim.

@@ -68,7 +68,8 @@ bool Oracle::exhausted() const {
   return false;
 }
 
-RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base) {
+RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
+                              const std::map<std::string, std::string>& extra_env) {
   RunRecord r;
   for (int attempt = 0; attempt < 3;
        ++attempt) {  // infra is retried, never counted as pass or fail
@@ -77,6 +78,7 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base) {
     req.config = config;
     req.config.seed = seed_for(config.canonical(), attempt_base * 3 + static_cast<size_t>(attempt));
     req.dir = next_trial_dir(opt_.out_dir);
+    req.extra_env = extra_env;
     TrialOutcome o = run_trial(req);
     r.status = o.status;
     r.dir = o.dir;
@@ -101,15 +103,19 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r) {
   if (r.replayed) {
     ++stats_.replayed;
   } else {
-    ++stats_.trials;
-    if (r.status == "pass")
-      ++stats_.passed;
-    else if (r.status == "fail")
-      ++stats_.failed;
-    else
-      ++stats_.infra;
+    count(r);
     journal_.append(record_json(config, r));
   }
+}
+
+void Oracle::count(const RunRecord& r) {
+  ++stats_.trials;
+  if (r.status == "pass")
+    ++stats_.passed;
+  else if (r.status == "fail")
+    ++stats_.failed;
+  else
+    ++stats_.infra;
 }
 
 RunRecord Oracle::run(const TrialConfig& config) {
@@ -123,6 +129,17 @@ RunRecord Oracle::run(const TrialConfig& config) {
   }
   record(config, r);
   if (listener_) listener_(config, r, has_target_ && matches(r));
+  return r;
+}
+
+RunRecord Oracle::debug_run(const TrialConfig& config,
+                            const std::map<std::string, std::string>& env) {
+  RunRecord r = fresh_trial(config, 1000 + static_cast<size_t>(stats_.trials), env);
+  count(r);
+  json j = record_json(config, r);
+  j["type"] = "debug";
+  j["env"] = env;
+  journal_.append(j);
   return r;
 }
 

@@ -48,6 +48,10 @@ class Oracle {
 
   // One more trial of `config` (or the next one recorded in the journal when resuming).
   RunRecord run(const TrialConfig& config);
+  // One more trial of `config` with debug variables added (TORCH_DISTRIBUTED_DEBUG=DETAIL,
+  // CUDA_LAUNCH_BLOCKING=1): counted and journaled (as "debug"), never cached or replayed, since
+  // the variables can change what the failure looks like.
+  RunRecord debug_run(const TrialConfig& config, const std::map<std::string, std::string>& env);
 
   void set_target(const Signature& target, double reproduction_rate);
   const Signature& target() const { return target_; }
@@ -69,8 +73,10 @@ class Oracle {
   double elapsed_s() const;
 
  private:
-  RunRecord fresh_trial(const TrialConfig& config, size_t attempt_base);
+  RunRecord fresh_trial(const TrialConfig& config, size_t attempt_base,
+                        const std::map<std::string, std::string>& extra_env = {});
   void record(const TrialConfig& config, const RunRecord& r);
+  void count(const RunRecord& r);  // a fresh trial in the statistics
   uint64_t seed_for(const std::string& key, size_t attempt) const;
 
   const Spec& spec_;

@@ -20,6 +20,17 @@ namespace fs = std::filesystem;
 
 namespace ddpbisect {
 
+std::map<std::string, std::string> debug_variables(const Spec& spec, const std::string& category) {
+  if (!spec.command) return {};  // the built-in worker reads neither variable
+  if (category == "hang" || category == "collective_mismatch" || category == "comm_timeout" ||
+      category == "trial_timeout")
+    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}};
+  if (category == "cuda_error" || category == "cuda_oom") return {{"CUDA_LAUNCH_BLOCKING", "1"}};
+  if (category == "nccl_error")
+    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}};
+  return {};
+}
+
 using nlohmann::json;
 
 namespace {
@@ -88,7 +99,7 @@ int run_reduction(const Spec& spec, const ReductionOptions& opt) {
   try {
     progress.phase("escalate");
     bool found = false;
-    Escalation esc = escalate(spec, oracle, &found);
+    Escalation esc = escalate(spec, oracle, &found, opt.target ? &*opt.target : nullptr);
     report.tried = esc.tried;
     report.job = initial_config(spec, spec.stages.back());
     if (!found) {
@@ -146,6 +157,11 @@ int run_reduction(const Spec& spec, const ReductionOptions& opt) {
       if (oracle.matches(r)) ++report.confirm_failures;
     }
     report.target = oracle.target();
+    report.debug_env = debug_variables(spec, report.target.category);
+    if (!report.debug_env.empty() && !oracle.exhausted()) {
+      progress.phase("debug rerun");
+      report.debug_run = oracle.debug_run(state.best, report.debug_env);
+    }
     if (const RunRecord* r = oracle.matching_run(state.best)) report.minimal_run = *r;
     report.status = oracle.budget_hit() || oracle.exhausted() ? "budget_exhausted" : "reduced";
     progress.done();

@@ -1,9 +1,11 @@
 // The whole reduction: escalate, reduce with passes until none makes progress, confirm, report.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
+#include "diagnose/diagnosis.hpp"
 #include "spec/spec.hpp"
 
 namespace ddpbisect {
@@ -17,7 +19,15 @@ struct ReductionOptions {
   std::optional<Millis> max_time;
   int confirm_runs = -1;  // -1: 3 for a deterministic failure, 10 for a flaky one
   bool quiet = false;
+  // --from-logs: chase exactly this failure (diagnosed from the user's own logs); escalation
+  // skips stages that fail differently.
+  std::optional<Signature> target;
 };
+
+// Variables for one extra run of the minimal configuration that make the failure easier to read:
+// TORCH_DISTRIBUTED_DEBUG=DETAIL for hangs and collective mismatches, CUDA_LAUNCH_BLOCKING=1 for
+// CUDA errors. Empty when none applies (and for the built-in worker, which reads neither).
+std::map<std::string, std::string> debug_variables(const Spec& spec, const std::string& category);
 
 // Returns the process exit code (0 minimal repro written, 3 not reproduced, 2 bad input).
 int run_reduction(const Spec& spec, const ReductionOptions& options);

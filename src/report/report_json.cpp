@@ -78,6 +78,15 @@ json report_json(const ReportInputs& r, const Oracle& oracle) {
                      {"features", t.config.features.size()},
                      {"params", t.config.params}});
   j["trace"] = trace;
+  if (r.debug_run)
+    j["debug_rerun"] = {
+        {"env", r.debug_env},
+        {"dir", r.debug_run->dir},
+        {"status", r.debug_run->status},
+        {"signature", r.debug_run->signature ? r.debug_run->signature->to_json() : json(nullptr)},
+        {"same_failure", r.debug_run->signature.has_value() &&
+                             same_failure(r.target, *r.debug_run->signature, "loose")},
+        {"text", r.debug_run->text.substr(0, 4000)}};
   j["first_failure"] = {
       {"dir", r.first_run.dir},
       {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};

@@ -27,6 +27,9 @@ struct ReportInputs {
   int64_t reduction_trials = 0;
   int64_t escalation_trials = 0;  // escalation and the reproduction-rate reruns
   nlohmann::json environment;     // collect_environment()
+  // The minimal configuration rerun with debug variables (command workloads; see debug_variables).
+  std::map<std::string, std::string> debug_env;
+  std::optional<RunRecord> debug_run;
 };
 
 nlohmann::json config_json(const TrialConfig& c, const std::string& stage);

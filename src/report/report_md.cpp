@@ -90,6 +90,14 @@ std::string report_markdown(const ReportInputs& r, const Oracle& oracle) {
          << cell(redact_value("", what)) << " |\n";
     }
   }
+  if (r.debug_run) {
+    md << "\n## Debug rerun\n\nThe minimal configuration once more with";
+    for (const auto& [k, v] : r.debug_env) md << " `" << k << "=" << v << "`";
+    md << ": " << r.debug_run->status << ", "
+       << (r.debug_run->signature ? cell(r.debug_run->signature->to_string()) : "no failure")
+       << " (`" << r.debug_run->dir << "`).\n\n```\n"
+       << redact_value("", r.debug_run->text.substr(0, 4000)) << "\n```\n";
+  }
   md << "\n## Environment\n\n";
   environment(md, r.environment);
   md << "\n## Reduction\n\n| trial | pass | ranks | samples | components | features "

@@ -1,9 +1,9 @@
 """Reduces every zoo spec with the real ddpbisect binary and checks that the reduction ends exactly
 at the planted minimum declared in the spec's `# expect:` line.
 
-expect keys: nodes, procs_per_node, samples (indices), components / features (comma lists, or a
+expect keys: nodes, procs_per_node, samples (indices), sample_count (any that many), components / features (comma lists, or a
 bare number for "this many, any of them"), steps, batch_size, rate (lo-hi, the confirmed
-reproduction rate). usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S]"""
+reproduction rate), category and exception (the reported signature), debug_rerun (a variable the debug rerun set). usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S]"""
 import json
 import pathlib
 import subprocess
@@ -45,6 +45,7 @@ for spec in sorted(zoo.glob("*.yaml")):
                 "nodes": str(m["nodes"]),
                 "procs_per_node": str(m["procs_per_node"]),
                 "samples": m["sample_indices"],
+                "sample_count": str(m["samples"]),
                 "components": ",".join(m["components"]),
                 "features": ",".join(m["features"]),
                 "steps": str(m["params"].get("steps")),
@@ -56,6 +57,13 @@ for spec in sorted(zoo.glob("*.yaml")):
                     rate = report["reproduction"]["rate"]
                     if not lo <= rate <= hi:
                         problems.append(f"rate {rate:.2f} outside {want}")
+                elif k == "debug_rerun":  # the variable the debug rerun must have set
+                    env = (report.get("debug_rerun") or {}).get("env", {})
+                    if want not in env:
+                        problems.append(f"debug rerun: {want} not set ({env})")
+                elif k in ("category", "exception"):
+                    if report["signature"][k] != want:
+                        problems.append(f"{k}: got {report['signature'][k]!r}, want {want!r}")
                 elif k in ("components", "features") and want.isdigit():
                     if len(m[k]) != int(want):
                         problems.append(f"{k}: got {m[k]}, want {want} of them")
