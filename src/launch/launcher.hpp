@@ -1,5 +1,6 @@
 // The Launcher seam: turns the ranks of one trial into local processes to start. The local
-// launcher runs each rank directly; ssh, slurm and prefix launchers (issue #9) wrap them.
+// launcher runs each rank directly; the prefix, ssh and slurm launchers wrap each rank's command
+// so that it runs on its node's host (remote.hpp builds what they share).
 #pragma once
 
 #include <memory>
@@ -26,9 +27,20 @@ class Launcher {
   virtual std::string master_addr() const = 0;
   // The processes to start on this machine for these ranks (one per rank, or a wrapper each).
   virtual std::vector<ProcessSpec> wrap(const std::vector<RankSlot>& ranks) const = 0;
+  // Kills what is left of a trial on the hosts (every process whose environment carries
+  // DDPBISECT_TRIAL_TOKEN=token), after the local sweep. Returns a note for the log, or "".
+  virtual std::string cleanup(const std::string& token, const std::vector<int>& nodes) const {
+    (void)token;
+    (void)nodes;
+    return "";
+  }
 };
 
-// The launcher the spec asks for; throws std::invalid_argument for kinds this build lacks.
+// The launcher the spec asks for.
 std::unique_ptr<Launcher> make_launcher(const LauncherSpec& spec);
+std::unique_ptr<Launcher> make_local_launcher(const LauncherSpec& spec);
+std::unique_ptr<Launcher> make_prefix_launcher(const LauncherSpec& spec);
+std::unique_ptr<Launcher> make_ssh_launcher(const LauncherSpec& spec);
+std::unique_ptr<Launcher> make_slurm_launcher(const LauncherSpec& spec);
 
 }  // namespace ddpbisect

@@ -23,11 +23,15 @@ class LocalLauncher : public Launcher {
 };
 }  // namespace
 
+std::unique_ptr<Launcher> make_local_launcher(const LauncherSpec& spec) {
+  return std::make_unique<LocalLauncher>(spec.master_addr);
+}
+
 std::unique_ptr<Launcher> make_launcher(const LauncherSpec& spec) {
-  if (spec.kind == "local") return std::make_unique<LocalLauncher>(spec.master_addr);
-  throw std::invalid_argument(
-      "launcher '" + spec.kind +
-      "' is not in this build yet (issue #9: ssh, slurm and prefix launchers)");
+  if (spec.kind == "prefix") return make_prefix_launcher(spec);
+  if (spec.kind == "ssh") return make_ssh_launcher(spec);
+  if (spec.kind == "slurm") return make_slurm_launcher(spec);
+  return make_local_launcher(spec);
 }
 
 }  // namespace ddpbisect

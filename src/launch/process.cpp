@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+extern char** environ;
+
 namespace ddpbisect {
 
 namespace {
@@ -110,6 +112,16 @@ std::string start_process(const ProcessSpec& spec, Child& child) {
   child.out_fd = out[0];
   child.err_fd = err[0];
   return "";
+}
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
 }
 
 int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output, size_t cap) {

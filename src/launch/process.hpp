@@ -33,6 +33,9 @@ std::string start_process(const ProcessSpec& spec, Child& child);
 int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output,
                 size_t cap = 1 << 20);
 
+// This process's environment as a map.
+std::map<std::string, std::string> current_environment();
+
 // SIGKILLs the process group of `pid` (the rank and every descendant that stayed in it).
 void kill_group(pid_t pid, int sig = 9);
 

@@ -6,9 +6,8 @@
 #include <filesystem>
 
 #include "common/text.hpp"
+#include "launch/process.hpp"
 #include "spec/placeholders.hpp"
-
-extern char** environ;
 
 namespace ddpbisect {
 
@@ -30,12 +29,7 @@ std::string worker_path() {
 
 std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
                                  const TrialPlace& place) {
-  std::map<std::string, std::string> base;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    size_t eq = kv.find('=');
-    if (eq != std::string::npos) base[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  std::map<std::string, std::string> base = current_environment();
   // A rank never inherits another trial's identity from the driver's own environment.
   for (auto it = base.begin(); it != base.end();)
     it = starts_with(it->first, "DDPBISECT_") && it->first != "DDPBISECT_WORKER" ? base.erase(it)

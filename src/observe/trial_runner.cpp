@@ -122,7 +122,9 @@ nlohmann::json TrialOutcome::to_json() const {
             {"first_failure_rank", first_failure_rank ? json(*first_failure_rank) : json(nullptr)},
             {"port_clash", port_clash},
             {"log_cap_hit", log_cap_hit},
+            {"launcher", launcher},
             {"ranks", ranks_json}};
+  if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
   if (!diagnosis.is_null()) j["diagnosis"] = diagnosis;
   return j;
 }
@@ -144,6 +146,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
   place.token = random_token();
   place.extra_env = req.extra_env;
   out.master_addr = place.master_addr;
+  out.launcher = launcher->name();
   out.master_port = place.master_port;
   out.token = place.token;
   {
@@ -310,6 +313,11 @@ TrialOutcome run_trial(const TrialRequest& req) {
   }
   // Anything still holding the trial's token (an escaped grandchild) goes now; then drain pipes.
   sweep_token(place.token);
+  {  // ... and on the hosts, for launchers that run ranks elsewhere.
+    std::vector<int> nodes;
+    for (const auto& sl : slots) nodes.push_back(sl.node);
+    out.cleanup_notes = launcher->cleanup(place.token, nodes);
+  }
   const double drain_until = rel() + 0.5;
   for (auto& r : ranks) {
     for (int* fd : {&r.out_fd, &r.err_fd}) {

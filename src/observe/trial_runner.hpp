@@ -38,6 +38,8 @@ struct TrialOutcome {
   std::string reason;  // one line for humans
   TrialConfig config;
   std::string master_addr;
+  std::string launcher;       // local | prefix | ssh | slurm
+  std::string cleanup_notes;  // what the hosts' sweep reported, if anything
   int master_port = 0;
   std::string token;  // DDPBISECT_TRIAL_TOKEN: in every process of the trial's environment
   double started_unix = 0, duration_s = 0;

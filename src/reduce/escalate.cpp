@@ -13,31 +13,37 @@ TrialConfig cheap_variant(const TrialConfig& full) {
   return c;
 }
 
+constexpr int kExtraRuns = 2;
+
 Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signature* wanted) {
   Escalation e;
   *found = false;
+  std::vector<std::pair<std::string, TrialConfig>> plan;
   for (const auto& stage : spec.stages) {
     TrialConfig full = initial_config(spec, stage);
-    std::vector<TrialConfig> variants = {cheap_variant(full)};
-    if (variants[0].canonical() != full.canonical()) variants.push_back(full);
-    for (const auto& c : variants) {
-      RunRecord r = oracle.run(c);
-      const MatchSpec& m = spec.match;
-      bool target = r.status == "fail" && r.signature &&
-                    matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
-                                   *r.signature) &&
-                    (!wanted || same_failure(*wanted, *r.signature, m.level, m.regex, r.text));
-      e.tried.push_back({c, r.status == "fail" && !target
-                                ? "fail (a different failure: " +
-                                      (r.signature ? r.signature->to_string() : "?") + ")"
-                                : r.status});
-      if (target) {
-        e.stage = stage.name;
-        e.config = c;
-        e.run = r;
-        *found = true;
-        return e;
-      }
+    TrialConfig cheap = cheap_variant(full);
+    if (cheap.canonical() != full.canonical()) plan.push_back({stage.name, cheap});
+    plan.push_back({stage.name, full});
+  }
+  // A flaky failure can hide from one climb: the full job gets kExtraRuns more chances.
+  for (int i = 0; i < kExtraRuns; ++i) plan.push_back(plan.back());
+  for (const auto& [stage_name, c] : plan) {
+    RunRecord r = oracle.run(c);
+    const MatchSpec& m = spec.match;
+    bool target = r.status == "fail" && r.signature &&
+                  matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
+                                 *r.signature) &&
+                  (!wanted || same_failure(*wanted, *r.signature, m.level, m.regex, r.text));
+    e.tried.push_back({c, r.status == "fail" && !target
+                              ? "fail (a different failure: " +
+                                    (r.signature ? r.signature->to_string() : "?") + ")"
+                              : r.status});
+    if (target) {
+      e.stage = stage_name;
+      e.config = c;
+      e.run = r;
+      *found = true;
+      return e;
     }
   }
   return e;

@@ -12,8 +12,6 @@
 #include "common/version.hpp"
 #include "launch/process.hpp"
 
-extern char** environ;
-
 namespace ddpbisect {
 
 using nlohmann::json;
@@ -71,16 +69,6 @@ except Exception as e:
 print(json.dumps(r))
 )";
 
-std::map<std::string, std::string> current_env() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
-}
-
 // The last line of a helper's output that parses as a JSON object.
 json last_json_line(const std::string& out) {
   json found = nullptr;
@@ -111,7 +99,7 @@ json collect_environment(const std::string& python) {
   j["hostname"] = u.nodename;
   j["cpu"] = first_value("/proc/cpuinfo", "model name", ':');
   j["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
-  auto env = current_env();
+  auto env = current_environment();
 
   ProcessSpec probe{{python, "-c", kPythonProbe}, env, ""};
   std::string out;

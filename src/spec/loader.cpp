@@ -636,17 +636,7 @@ class SpecLoader {
           r_.error(k, "workload.cwd", "no such directory: " + c.cwd);
       }
     }
-    if (auto k = n["env"]) {
-      if (r_.expect_map(k, "workload.env")) {
-        for (const auto& kv : k) {
-          std::string name = kv.first.Scalar();
-          if (name.empty() || name.find('=') != std::string::npos)
-            r_.error(kv.first, "workload.env", "bad variable name '" + name + "'");
-          else if (auto v = r_.string(kv.second, "workload.env." + name, true))
-            c.env[name] = *v;
-        }
-      }
-    }
+    if (auto k = n["env"]) c.env = env_map(k, "workload.env");
     if (auto k = n["samples"]) {
       if (auto v = r_.samples(k, "workload.samples", true)) c.samples = *v;
     }
@@ -722,9 +712,44 @@ class SpecLoader {
     }
   }
 
+  // Variables: a map of names (no '=') to strings.
+  std::map<std::string, std::string> env_map(const YAML::Node& n, const std::string& path) {
+    std::map<std::string, std::string> out;
+    if (!r_.expect_map(n, path)) return out;
+    for (const auto& kv : n) {
+      std::string name = kv.first.Scalar();
+      if (name.empty() || name.find('=') != std::string::npos)
+        r_.error(kv.first, path, "bad variable name '" + name + "'");
+      else if (auto v = r_.string(kv.second, path + "." + name, true))
+        out[name] = *v;
+    }
+    return out;
+  }
+
   void load_launcher(const YAML::Node& n, Spec& spec) {
     if (!r_.expect_map(n, "launcher")) return;
-    r_.check_keys(n, "launcher", {"kind", "hosts", "prefix", "master_addr"});
+    r_.check_keys(n, "launcher",
+                  {"kind", "hosts", "prefix", "master_addr", "options", "env", "cwd"});
+    if (auto k = n["options"]) {
+      if (!k.IsSequence()) {
+        r_.error(k, "launcher.options",
+                 "expected a list of arguments, found " + Reader::describe(k));
+      } else {
+        for (size_t i = 0; i < k.size(); ++i)
+          if (auto v = r_.string(k[i], "launcher.options[" + std::to_string(i) + "]"))
+            spec.launcher.options.push_back(*v);
+      }
+    }
+    if (auto k = n["cwd"])
+      if (auto v = r_.string(k, "launcher.cwd")) spec.launcher.cwd = *v;
+    if (auto k = n["env"]) {
+      if (r_.expect_map(k, "launcher.env")) {
+        for (const auto& kv : k) {
+          std::string host = kv.first.Scalar();
+          spec.launcher.host_env[host] = env_map(kv.second, "launcher.env." + host);
+        }
+      }
+    }
     if (auto k = n["kind"])
       if (auto v = r_.one_of(k, "launcher.kind", {"local", "ssh", "slurm", "prefix"}))
         spec.launcher.kind = *v;
@@ -742,6 +767,18 @@ class SpecLoader {
         spec.launcher.hosts.empty())
       r_.error(n, "launcher.hosts",
                "missing: the " + spec.launcher.kind + " launcher needs a list of hosts");
+    if (auto k = n["env"]; k && k.IsMap() && !spec.launcher.hosts.empty()) {
+      for (const auto& kv : k) {
+        std::string host = kv.first.Scalar();
+        const auto& hosts = spec.launcher.hosts;
+        if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+          std::string guess = closest_match(host, hosts);
+          r_.error(kv.first, "launcher.env",
+                   "'" + host + "' is not in launcher.hosts" +
+                       (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+        }
+      }
+    }
   }
 
   void load_reduce(const YAML::Node& n, Spec& spec) {

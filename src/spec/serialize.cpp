@@ -88,6 +88,9 @@ nlohmann::json spec_to_json(const Spec& spec) {
   if (!spec.launcher.hosts.empty()) l["hosts"] = spec.launcher.hosts;
   if (!spec.launcher.prefix.empty()) l["prefix"] = spec.launcher.prefix;
   if (!spec.launcher.master_addr.empty()) l["master_addr"] = spec.launcher.master_addr;
+  if (!spec.launcher.options.empty()) l["options"] = spec.launcher.options;
+  if (!spec.launcher.host_env.empty()) l["env"] = spec.launcher.host_env;
+  if (!spec.launcher.cwd.empty()) l["cwd"] = spec.launcher.cwd;
   j["launcher"] = l;
   json dims = json::object();
   for (const auto& d : reduce_dimensions()) dims[d] = spec.reduce.enabled(d);

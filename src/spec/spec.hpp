@@ -91,6 +91,9 @@ struct LauncherSpec {
   std::vector<std::string> hosts;
   std::string prefix;  // prefix launcher: command prefix template with {host}
   std::string master_addr;
+  std::vector<std::string> options;  // ssh: extra ssh arguments; slurm: extra srun arguments
+  std::map<std::string, std::map<std::string, std::string>> host_env;  // launcher.env, per host
+  std::string cwd;  // the working folder on the hosts (default: the workload's)
 };
 
 struct ReduceSpec {

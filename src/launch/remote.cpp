@@ -1,0 +1,54 @@
+#include "launch/remote.hpp"
+
+#include <stdexcept>
+
+#include "common/text.hpp"
+#include "launch/process.hpp"
+
+namespace ddpbisect {
+
+std::vector<std::string> remote_argv(const RankSlot& rank, const std::string& cwd,
+                                     const std::map<std::string, std::string>& host_env) {
+  std::map<std::string, std::string> driver = current_environment();
+  std::vector<std::string> out = {"env"};
+  std::string dir = cwd.empty() ? rank.process.cwd : cwd;
+  if (!dir.empty()) out.insert(out.end(), {"-C", dir});
+  auto env = rank.process.env;
+  for (const auto& [k, v] : host_env) env[k] = v;
+  for (const auto& [k, v] : env) {
+    auto it = driver.find(k);
+    bool ours = starts_with(k, "DDPBISECT_") || host_env.count(k);
+    if (ours || it == driver.end() || it->second != v) out.push_back(k + "=" + v);
+  }
+  out.insert(out.end(), rank.process.argv.begin(), rank.process.argv.end());
+  return out;
+}
+
+std::string remote_sweep_script(const std::string& token) {
+  // The token is hex (random_token), so it needs no quoting inside the script.
+  return "for d in /proc/[0-9]*; do "
+         "grep -qsxz 'DDPBISECT_TRIAL_TOKEN=" +
+         token +
+         "' \"$d/environ\" && kill -9 \"${d#/proc/}\" 2>/dev/null; "
+         "done; exit 0";
+}
+
+std::vector<std::string> expand_prefix(const std::string& tmpl, const std::string& host) {
+  std::vector<std::string> out;
+  for (const auto& word : split(tmpl, ' ')) {
+    if (word.empty()) continue;
+    std::string w = word;
+    replace_all(w, "{host}", host);
+    out.push_back(w);
+  }
+  return out;
+}
+
+const std::string& host_of(const LauncherSpec& spec, int node) {
+  if (node < 0 || node >= static_cast<int>(spec.hosts.size()))
+    throw std::out_of_range("node " + std::to_string(node) + " has no host: launcher.hosts lists " +
+                            std::to_string(spec.hosts.size()));
+  return spec.hosts[static_cast<size_t>(node)];
+}
+
+}  // namespace ddpbisect
