@@ -34,10 +34,16 @@ class SlurmLauncher : public Launcher {
     if (spec_.hosts.empty()) spec_.hosts = allocation_hosts(env_);
   }
   std::string name() const override { return "slurm"; }
-  // The step's first node, where rank 0 runs.
+  // The step's first node, where rank 0 runs: its NodeAddr as Slurm knows it.
   std::string master_addr() const override {
     if (!spec_.master_addr.empty()) return spec_.master_addr;
-    return spec_.hosts.empty() ? "127.0.0.1" : spec_.hosts.front();
+    if (spec_.hosts.empty()) return "127.0.0.1";
+    std::string out;
+    if (run_capture({{"scontrol", "-o", "show", "node", spec_.hosts.front()}, env_, ""}, 20, out) ==
+        0)
+      for (const auto& word : split(out, ' '))
+        if (starts_with(word, "NodeAddr=") && word.size() > 9) return word.substr(9);
+    return spec_.hosts.front();
   }
 
   std::vector<ProcessSpec> wrap(const std::vector<RankSlot>& ranks) const override {
