@@ -77,7 +77,15 @@ struct CheckOptions {
 // (the pinned signature reproduced), 125 skip (infra or a different failure).
 int check(const CheckOptions& o);
 
-// Subcommands whose issue has not landed yet say so and exit 1.
-int not_yet(const std::string& command, const std::string& issue);
+struct DoctorCliOptions {
+  std::string spec;
+  bool json = false;
+  std::string stage;
+  std::string out;
+  bool no_sanity = false;
+  bool no_comm = false;
+};
+// Pre-flight checks: exit 0 when nothing failed, 1 otherwise, 2 bad input.
+int doctor(const DoctorCliOptions& o);
 
 }  // namespace ddpbisect::cli

@@ -83,8 +83,17 @@ int main(int argc, char** argv) {
   check->add_option("--stage", cko.stage, "stage name (default: the first)");
   check->add_option("--out", cko.out, "output folder (default: the spec's report.dir)");
 
-  auto* doctor = app.add_subcommand("doctor", "Pre-flight checks on every node of SPEC");
-  doctor->add_option("spec", spec, "spec file")->required();
+  cli::DoctorCliOptions dco;
+  auto* doctor = app.add_subcommand(
+      "doctor",
+      "Pre-flight checks on every node of SPEC (exit 0 nothing failed, 1 a check failed)");
+  doctor->add_option("spec", dco.spec, "spec file")->required();
+  doctor->add_flag("--json", dco.json, "print the findings, node reports and bandwidth as JSON");
+  doctor->add_option("--stage", dco.stage, "stage to check (default: the one with the most ranks)");
+  doctor->add_option("--out", dco.out,
+                     "folder for the probes' trial folders (default: <report.dir>/doctor)");
+  doctor->add_flag("--no-sanity", dco.no_sanity, "skip the single-process run of the workload");
+  doctor->add_flag("--no-comm", dco.no_comm, "skip the all-reduce bandwidth probes");
 
   cli::ValidateOptions vo;
   auto* validate = app.add_subcommand("validate", "Check SPEC and print it normalized");
@@ -118,7 +127,7 @@ int main(int argc, char** argv) {
     if (*run) return cli::run(ro);
     if (*explain) return cli::explain(eo);
     if (*check) return cli::check(cko);
-    if (*doctor) return cli::not_yet("doctor", "issue #10, doctor");
+    if (*doctor) return cli::doctor(dco);
   } catch (const std::exception& e) {
     std::cerr << "ddpbisect: internal error: " << e.what() << "\n";
     return exit_code::kInternal;

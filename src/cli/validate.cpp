@@ -24,10 +24,4 @@ int validate(const ValidateOptions& o) {
   return exit_code::kOk;
 }
 
-int not_yet(const std::string& command, const std::string& issue) {
-  std::cerr << "ddpbisect " << command << ": not implemented yet (" << issue
-            << "); this build can validate specs only\n";
-  return exit_code::kInternal;
-}
-
 }  // namespace ddpbisect::cli

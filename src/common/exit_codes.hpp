@@ -6,6 +6,7 @@ inline constexpr int kOk = 0;
 inline constexpr int kInternal = 1;
 inline constexpr int kBadInput = 2;
 inline constexpr int kNotReproduced = 3;
+inline constexpr int kChecksFailed = 1;  // doctor: a check failed
 // `run` and `check --bisect`:
 inline constexpr int kGood = 0;
 inline constexpr int kBad = 1;

@@ -11,9 +11,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -112,6 +114,15 @@ std::string start_process(const ProcessSpec& spec, Child& child) {
   child.out_fd = out[0];
   child.err_fd = err[0];
   return "";
+}
+
+std::string random_token() {
+  static std::mutex m;
+  static std::mt19937_64 rng{std::random_device{}() ^ static_cast<uint64_t>(getpid())};
+  std::lock_guard<std::mutex> lock(m);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
 }
 
 std::map<std::string, std::string> current_environment() {

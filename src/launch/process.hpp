@@ -33,6 +33,9 @@ std::string start_process(const ProcessSpec& spec, Child& child);
 int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output,
                 size_t cap = 1 << 20);
 
+// 16 random hex digits (thread-safe): trial tokens.
+std::string random_token();
+
 // This process's environment as a map.
 std::map<std::string, std::string> current_environment();
 

@@ -30,13 +30,6 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string random_token() {
-  static std::mt19937_64 rng{std::random_device{}() ^ static_cast<uint64_t>(getpid())};
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
-}
-
 bool is_port_clash(std::string_view line) {
   return line.find("Address already in use") != std::string_view::npos ||
          line.find("failed to listen on any local network address") != std::string_view::npos ||

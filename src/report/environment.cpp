@@ -11,6 +11,7 @@
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "launch/process.hpp"
+#include "probe/node_probe.hpp"
 
 namespace ddpbisect {
 
@@ -48,26 +49,6 @@ std::string first_value(const std::string& file, const std::string& prefix, char
   return "";
 }
 
-// What torch.utils.collect_env reports, asked of the workload's own interpreter.
-const char* kPythonProbe = R"(import json, platform, sys
-r = {"python": platform.python_version(), "python_executable": sys.executable}
-try:
-    import torch
-    r["torch"] = torch.__version__
-    r["cuda"] = torch.version.cuda
-    r["cuda_available"] = torch.cuda.is_available()
-    r["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    try:
-        r["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None
-    except Exception:
-        r["nccl"] = None
-    r["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    r["distributed"] = torch.distributed.is_available()
-    r["gloo"] = torch.distributed.is_available() and torch.distributed.is_gloo_available()
-except Exception as e:
-    r["torch_error"] = repr(e)
-print(json.dumps(r))
-)";
 
 // The last line of a helper's output that parses as a JSON object.
 json last_json_line(const std::string& out) {
@@ -101,7 +82,7 @@ json collect_environment(const std::string& python) {
   j["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
   auto env = current_environment();
 
-  ProcessSpec probe{{python, "-c", kPythonProbe}, env, ""};
+  ProcessSpec probe{{python, "-c", versions_probe_script()}, env, ""};
   std::string out;
   int rc = run_capture(probe, 60, out);
   json py = last_json_line(out);

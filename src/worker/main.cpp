@@ -13,6 +13,7 @@
 #include "spec/trial_config.hpp"
 #include "worker/comm.hpp"
 #include "worker/phase.hpp"
+#include "worker/probe.hpp"
 #include "worker/trainer.hpp"
 
 using namespace ddpbisect;
@@ -51,6 +52,13 @@ int run(const std::string& config_path) {
   TrialConfig trial = TrialConfig::from_json(j["trial"]);
   RankEnv env = RankEnv::from_environment();
   install_stack_dump_handlers(env.rank);
+  if (const char* probe = std::getenv("DDPBISECT_PROBE"); probe && *probe) {
+    if (std::string(probe) != "allreduce")
+      return usage(("ddpbisect-worker: unknown DDPBISECT_PROBE " + std::string(probe)).c_str());
+    const char* max = std::getenv("DDPBISECT_PROBE_MAX_BYTES");
+    allreduce_probe(env, max && *max ? std::atoll(max) : (16 << 20), 5);
+    return 0;
+  }
   train(*r.spec, trial, env);
   return 0;
 }

@@ -22,7 +22,7 @@ printf '' >"$tmp/empty.yaml"
 pattern='empty\.yaml:1:1: error: the spec is empty' expect 2 "empty spec" -- "$bin" validate "$tmp/empty.yaml"
 pattern='"stages"' expect 0 "validate --json" -- "$bin" validate --json "$configs/demo.yaml"
 pattern='procs_per_node: 2' expect 0 "validate prints normalized YAML" -- "$bin" validate "$configs/demo.yaml"
-pattern='not implemented yet' expect 1 "doctor says it is not in this build" -- "$bin" doctor "$configs/demo.yaml"
+pattern='--stage' expect 2 "doctor names an unknown stage" -- "$bin" doctor "$configs/demo.yaml" --stage nowhere
 pattern='--expect' expect 2 "check --expect validates its value" -- "$bin" check "$configs/demo.yaml" --expect maybe
 pattern='no such file' expect 2 "explain on a missing path" -- "$bin" explain "$tmp/missing-logs"
 pattern='no stage named' expect 2 "run --stage must exist" -- "$bin" run "$configs/demo.yaml" --stage nope
