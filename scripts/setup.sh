@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev
   libtorch-dev libgloo-dev python3-torch
   gdb procps chromium
-  iproute2 openssh-server openssh-client slurm-wlm munge
+  iproute2 openssh-server openssh-client slurm-wlm munge faketime
 )
 
 missing=()

@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+
+#include "probe/doctor.hpp"
+
+using namespace ddpbisect;
+using nlohmann::json;
+
+namespace {
+json node(const std::string& torch) {
+  return {{"python", "3.11.2"},
+          {"torch", torch},
+          {"cuda", nullptr},
+          {"cudnn", nullptr},
+          {"nccl", nullptr},
+          {"gpus", json::array()},
+          {"gpu_driver", nullptr},
+          {"mem_available_bytes", 8.0 * (1 << 30)},
+          {"disk_free_bytes", 50.0 * (1 << 30)},
+          {"paths", {{"/data/train", {{"exists", true}, {"readable", true}, {"dir", true}}}}},
+          {"variables", json::object()},
+          {"master", {{"reachable", true}, {"offset_s", 0.0}, {"rtt_s", 0.001}}}};
+}
+
+const Finding* find(const std::vector<Finding>& fs, const std::string& status,
+                    const std::string& check, int node) {
+  for (const auto& f : fs)
+    if (f.status == status && f.check == check && f.node == node) return &f;
+  return nullptr;
+}
+
+std::vector<Finding> run(const std::vector<json>& reports, std::vector<double> offsets = {},
+                         json master = {{"listening", true}}) {
+  if (offsets.empty()) offsets.assign(reports.size(), 0.0);
+  Stage stage{"two", static_cast<int64_t>(reports.size()), 1, "cpu"};
+  auto out = node_findings(reports, offsets, master, "10.0.0.1", 29500, true, stage);
+  sort_findings(out);
+  return out;
+}
+}  // namespace
+
+TEST(NodeFindings, HealthyNodesOnlyPass) {
+  for (const auto& f : run({node("1.13.1"), node("1.13.1"), node("1.13.1")}))
+    EXPECT_EQ(f.status, "pass") << f.check << ": " << f.message;
+}
+
+TEST(NodeFindings, TheOddVersionOutIsNamedAndSortedFirst) {
+  auto fs = run({node("1.13.1"), node("2.1.0"), node("1.13.1")});
+  const Finding* f = find(fs, "fail", "versions.torch", 1);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("2.1.0"), std::string::npos);
+  EXPECT_NE(f->message.find("nodes 0, 2 have 1.13.1"), std::string::npos) << f->message;
+  EXPECT_EQ(&fs.front(), f) << "differences between nodes come first";
+  EXPECT_EQ(find(fs, "fail", "versions.torch", 0), nullptr);
+}
+
+TEST(NodeFindings, MissingPathOnOneNode) {
+  auto n1 = node("1.13.1");
+  n1["paths"]["/data/train"]["exists"] = false;
+  auto fs = run({node("1.13.1"), n1});
+  const Finding* f = find(fs, "fail", "paths", 1);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->differs);
+  EXPECT_NE(f->message.find("present on node 0"), std::string::npos) << f->message;
+}
+
+TEST(NodeFindings, ClockOffsetsWarnThenFail) {
+  auto fs = run({node("1"), node("1"), node("1")}, {0.0, 0.5, 30.0});
+  EXPECT_NE(find(fs, "warn", "clock", 1), nullptr);
+  EXPECT_NE(find(fs, "fail", "clock", 2), nullptr);
+  EXPECT_EQ(find(fs, "pass", "clock", -1), nullptr);
+}
+
+TEST(NodeFindings, MasterPortTakenAddressForeignOrUnreachable) {
+  auto taken =
+      run({node("1"), node("1")}, {}, {{"bind_error", "Address already in use"}, {"errno", 98}});
+  EXPECT_NE(find(taken, "fail", "master.port", 0), nullptr);
+  auto foreign = run({node("1"), node("1")}, {},
+                     {{"bind_error", "Cannot assign requested address"}, {"errno", 99}});
+  EXPECT_NE(find(foreign, "fail", "master.addr", 0), nullptr);
+  auto n1 = node("1");
+  n1["master"] = {{"reachable", false}, {"error", "timed out"}};
+  auto cut = run({node("1"), n1});
+  EXPECT_NE(find(cut, "fail", "master.reach", 1), nullptr);
+}
+
+TEST(NodeFindings, AProbeThatDidNotRunIsAFailureNotACrash) {
+  auto fs = run({node("1"), json{{"probe_error", "ssh: connect to host n1: refused"}}});
+  const Finding* f = find(fs, "fail", "node.reach", 1);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("refused"), std::string::npos);
+}
