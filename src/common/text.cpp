@@ -92,4 +92,32 @@ std::string shell_quote(std::string_view s) {
   return out + "'";
 }
 
+std::string markup_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') continue;
+        out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace ddpbisect

@@ -21,6 +21,10 @@ size_t edit_distance(std::string_view a, std::string_view b);
 // The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+// Escapes &, <, >, " and ' for HTML and XML text and attributes, and drops control characters
+// other than newline and tab (XML 1.0 cannot carry them).
+std::string markup_escape(std::string_view s);
+
 // Quotes a string for a POSIX shell (single quotes), for scripts we write, never for execution.
 std::string shell_quote(std::string_view s);
 

@@ -34,6 +34,15 @@ class Launcher {
     (void)nodes;
     return "";
   }
+  // Sends `sig` to the ranks on these nodes when the local processes are only their clients
+  // (ssh, srun), so that stack requests reach them; false when local signals already do.
+  virtual bool signal_remote(const std::string& token, const std::vector<int>& nodes,
+                             int sig) const {
+    (void)token;
+    (void)nodes;
+    (void)sig;
+    return false;
+  }
 };
 
 // The launcher the spec asks for.

@@ -1,8 +1,6 @@
 // The prefix launcher: each rank's command runs behind its node's host prefix, such as
 // `ip netns exec {host}`, `docker exec {host}` or `kubectl exec {host} --`. The prefix is split
 // on spaces (never given to a shell); the rank's variables travel through `env` on the far side.
-#include <set>
-
 #include "launch/process.hpp"
 #include "launch/remote.hpp"
 
@@ -22,37 +20,30 @@ class PrefixLauncher : public Launcher {
     std::vector<ProcessSpec> out;
     for (const auto& r : ranks) {
       const std::string& host = host_of(spec_, r.node);
-      auto it = spec_.host_env.find(host);
-      ProcessSpec p;
-      p.argv = expand_prefix(spec_.prefix, host);
-      auto remote = remote_argv(
-          r, spec_.cwd,
-          it == spec_.host_env.end() ? std::map<std::string, std::string>{} : it->second);
-      p.argv.insert(p.argv.end(), remote.begin(), remote.end());
-      // The prefix command itself runs here, with the driver's environment plus the token, so
-      // that the local sweep finds it too.
-      p.env = current_environment();
+      ProcessSpec p = on_host(host, remote_argv(r, spec_.cwd, host_env(spec_, host)));
+      // The prefix command itself carries the token, so the local sweep finds it too.
       p.env["DDPBISECT_TRIAL_TOKEN"] = r.process.env.at("DDPBISECT_TRIAL_TOKEN");
+      p.env["DDPBISECT_LAUNCH_CLIENT"] = "1";
       out.push_back(std::move(p));
     }
     return out;
   }
 
   std::string cleanup(const std::string& token, const std::vector<int>& nodes) const override {
-    std::set<std::string> hosts;
-    for (int n : nodes) hosts.insert(host_of(spec_, n));
-    std::string notes;
-    for (const auto& host : hosts) {
-      ProcessSpec p{expand_prefix(spec_.prefix, host), current_environment(), ""};
-      p.argv.insert(p.argv.end(), {"sh", "-c", remote_sweep_script(token)});
-      std::string out;
-      if (int rc = run_capture(p, 20, out); rc != 0)
-        notes += "cleanup on " + host + " exited " + std::to_string(rc) + ": " + out + "\n";
-    }
-    return notes;
+    return sweep_hosts(spec_, nodes, token,
+                       [this](const std::string& h, const std::vector<std::string>& argv) {
+                         return on_host(h, argv);
+                       });
   }
 
  private:
+  // argv run on `host`: behind its prefix, from here, with the driver's environment.
+  ProcessSpec on_host(const std::string& host, const std::vector<std::string>& argv) const {
+    ProcessSpec p{expand_prefix(spec_.prefix, host), current_environment(), ""};
+    p.argv.insert(p.argv.end(), argv.begin(), argv.end());
+    return p;
+  }
+
   LauncherSpec spec_;
 };
 

@@ -1,5 +1,6 @@
 #include "launch/remote.hpp"
 
+#include <set>
 #include <stdexcept>
 
 #include "common/text.hpp"
@@ -24,12 +25,16 @@ std::vector<std::string> remote_argv(const RankSlot& rank, const std::string& cw
   return out;
 }
 
-std::string remote_sweep_script(const std::string& token) {
-  // The token is hex (random_token), so it needs no quoting inside the script.
+std::string remote_sweep_script(const std::string& token, int sig) {
+  // The token is hex (random_token), so it needs no quoting inside the script. The launcher's
+  // own clients (ssh, srun, the prefix command) carry the token too, for the local sweep, and are
+  // marked: where a host shares this machine's /proc, a stack request must not hit them.
   return "for d in /proc/[0-9]*; do "
          "grep -qsxz 'DDPBISECT_TRIAL_TOKEN=" +
          token +
-         "' \"$d/environ\" && kill -9 \"${d#/proc/}\" 2>/dev/null; "
+         "' \"$d/environ\" && ! grep -qsxz 'DDPBISECT_LAUNCH_CLIENT=1' \"$d/environ\" && kill -" +
+         std::to_string(sig) +
+         " \"${d#/proc/}\" 2>/dev/null; "
          "done; exit 0";
 }
 
@@ -42,6 +47,27 @@ std::vector<std::string> expand_prefix(const std::string& tmpl, const std::strin
     out.push_back(w);
   }
   return out;
+}
+
+const std::map<std::string, std::string>& host_env(const LauncherSpec& spec,
+                                                   const std::string& host) {
+  static const std::map<std::string, std::string> none;
+  auto it = spec.host_env.find(host);
+  return it == spec.host_env.end() ? none : it->second;
+}
+
+std::string sweep_hosts(const LauncherSpec& spec, const std::vector<int>& nodes,
+                        const std::string& token, const HostCommand& on_host, int sig) {
+  std::set<std::string> hosts;
+  for (int n : nodes) hosts.insert(host_of(spec, n));
+  std::string notes;
+  for (const auto& host : hosts) {
+    std::string out;
+    int rc = run_capture(on_host(host, {"sh", "-c", remote_sweep_script(token, sig)}), 30, out);
+    if (rc != 0)
+      notes += "cleanup on " + host + " exited " + std::to_string(rc) + ": " + out + "\n";
+  }
+  return notes;
 }
 
 const std::string& host_of(const LauncherSpec& spec, int node) {

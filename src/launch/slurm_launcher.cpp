@@ -57,38 +57,41 @@ class SlurmLauncher : public Launcher {
       if (env_.count("SLURM_JOB_ID")) argv.push_back("--overlap");
       std::string dir = spec_.cwd.empty() ? r.process.cwd : spec_.cwd;
       if (!dir.empty()) argv.push_back("--chdir=" + dir);
-      argv.push_back("--export=ALL");  // the step gets srun's environment, set below
+      // The step gets srun's environment, less the mark of a launch client.
+      argv.push_back("--export=ALL,DDPBISECT_LAUNCH_CLIENT=");
       argv.insert(argv.end(), spec_.options.begin(), spec_.options.end());
       argv.insert(argv.end(), r.process.argv.begin(), r.process.argv.end());
       ProcessSpec p{argv, r.process.env, ""};
-      if (!spec_.hosts.empty()) {
-        auto it = spec_.host_env.find(host_of(spec_, r.node));
-        if (it != spec_.host_env.end())
-          for (const auto& [k, v] : it->second) p.env[k] = v;
-      }
+      p.env["DDPBISECT_LAUNCH_CLIENT"] = "1";
+      if (!spec_.hosts.empty())
+        for (const auto& [k, v] : host_env(spec_, host_of(spec_, r.node))) p.env[k] = v;
       out.push_back(std::move(p));
     }
     return out;
   }
 
   std::string cleanup(const std::string& token, const std::vector<int>& nodes) const override {
-    if (spec_.hosts.empty()) return "";
-    std::set<std::string> hosts;
-    for (int n : nodes) hosts.insert(host_of(spec_, n));
-    std::string notes;
-    for (const auto& host : hosts) {
-      std::vector<std::string> argv = {"srun", "--nodes=1", "--ntasks=1", "--quiet",
-                                       "--nodelist=" + host};
-      if (env_.count("SLURM_JOB_ID")) argv.push_back("--overlap");
-      argv.insert(argv.end(), {"sh", "-c", remote_sweep_script(token)});
-      std::string out;
-      if (int rc = run_capture({argv, env_, ""}, 30, out); rc != 0)
-        notes += "cleanup on " + host + " exited " + std::to_string(rc) + ": " + out + "\n";
-    }
-    return notes;
+    return spec_.hosts.empty() ? "" : sweep_hosts(spec_, nodes, token, on_host());
+  }
+  bool signal_remote(const std::string& token, const std::vector<int>& nodes,
+                     int sig) const override {
+    if (spec_.hosts.empty()) return false;
+    sweep_hosts(spec_, nodes, token, on_host(), sig);
+    return true;
   }
 
  private:
+  // A one-task step on `host` (overlapping the allocation's other steps).
+  HostCommand on_host() const {
+    return [this](const std::string& h, const std::vector<std::string>& command) {
+      std::vector<std::string> argv = {"srun", "--nodes=1", "--ntasks=1", "--quiet",
+                                       "--nodelist=" + h};
+      if (env_.count("SLURM_JOB_ID")) argv.push_back("--overlap");
+      argv.insert(argv.end(), command.begin(), command.end());
+      return ProcessSpec{argv, env_, ""};
+    };
+  }
+
   LauncherSpec spec_;
   std::map<std::string, std::string> env_;
 };

@@ -42,32 +42,31 @@ class SshLauncher : public Launcher {
     std::vector<ProcessSpec> out;
     for (const auto& r : ranks) {
       const std::string& host = host_of(spec_, r.node);
-      auto it = spec_.host_env.find(host);
-      auto remote = remote_argv(
-          r, spec_.cwd,
-          it == spec_.host_env.end() ? std::map<std::string, std::string>{} : it->second);
-      ProcessSpec p{ssh_argv(host, remote), env_, ""};
+      ProcessSpec p{ssh_argv(host, remote_argv(r, spec_.cwd, host_env(spec_, host))), env_, ""};
       remember_master(host);
       p.env["DDPBISECT_TRIAL_TOKEN"] = r.process.env.at("DDPBISECT_TRIAL_TOKEN");
+      p.env["DDPBISECT_LAUNCH_CLIENT"] = "1";
       out.push_back(std::move(p));
     }
     return out;
   }
 
   std::string cleanup(const std::string& token, const std::vector<int>& nodes) const override {
-    std::set<std::string> hosts;
-    for (int n : nodes) hosts.insert(host_of(spec_, n));
-    std::string notes;
-    for (const auto& host : hosts) {
-      ProcessSpec p{ssh_argv(host, {"sh", "-c", remote_sweep_script(token)}), env_, ""};
-      std::string out;
-      if (int rc = run_capture(p, 30, out); rc != 0)
-        notes += "cleanup on " + host + " exited " + std::to_string(rc) + ": " + out + "\n";
-    }
-    return notes;
+    return sweep_hosts(spec_, nodes, token, on_host());
+  }
+  bool signal_remote(const std::string& token, const std::vector<int>& nodes,
+                     int sig) const override {
+    sweep_hosts(spec_, nodes, token, on_host(), sig);
+    return true;
   }
 
  private:
+  HostCommand on_host() const {
+    return [this](const std::string& h, const std::vector<std::string>& argv) {
+      return ProcessSpec{ssh_argv(h, argv), env_, ""};
+    };
+  }
+
   std::vector<std::string> ssh_argv(const std::string& host,
                                     const std::vector<std::string>& remote) const {
     std::vector<std::string> argv = {"ssh",

@@ -218,11 +218,16 @@ TrialOutcome run_trial(const TrialRequest& req) {
   auto request_stacks = [&](const std::string& why, double t) {
     stop_kind = why;
     for (int i = 0; i < n; ++i) progress_at_stop.push_back(hang.last_progress(i));
+    std::vector<int> nodes;
     for (auto& r : ranks)
       if (r.alive) {
         r.stack_requested_at = t;
-        kill(r.rec.pid, stack_sig);
+        nodes.push_back(r.rec.node);
       }
+    // Through the launcher when the local processes are only clients (ssh, srun).
+    if (!launcher->signal_remote(place.token, nodes, stack_sig))
+      for (auto& r : ranks)
+        if (r.alive) kill(r.rec.pid, stack_sig);
     kill_at = t + 1.5;  // time to print the dump
   };
   auto kill_alive = [&](const std::string& why) {

@@ -49,7 +49,6 @@ std::string first_value(const std::string& file, const std::string& prefix, char
   return "";
 }
 
-
 // The last line of a helper's output that parses as a JSON object.
 json last_json_line(const std::string& out) {
   json found = nullptr;

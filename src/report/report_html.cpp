@@ -13,33 +13,6 @@ namespace ddpbisect {
 
 using nlohmann::json;
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 namespace {
 
 std::string num(double v, int decimals = 1) {
@@ -96,7 +69,7 @@ RankEnd rank_end(const json& rank, const json& diag_rank) {
 // One trial's ranks as horizontal bars on a shared time axis.
 void timeline(std::ostringstream& h, const std::string& id, const std::string& title,
               const json& outcome) {
-  h << "<h3>" << html_escape(title) << "</h3>\n";
+  h << "<h3>" << markup_escape(title) << "</h3>\n";
   if (!outcome.is_object() || !outcome.contains("ranks")) {
     h << "<p>(the trial's outcome.json is missing)</p>\n";
     return;
@@ -116,7 +89,7 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
   const int height = top + row * static_cast<int>(ranks.size()) + 30;
   auto x = [&](double t) { return left + width * std::clamp(t / span, 0.0, 1.0); };
   h << "<svg id=\"" << id << "\" class=\"timeline\" width=\"1060\" height=\"" << height
-    << "\" viewBox=\"0 0 1060 " << height << "\" role=\"img\" aria-label=\"" << html_escape(title)
+    << "\" viewBox=\"0 0 1060 " << height << "\" role=\"img\" aria-label=\"" << markup_escape(title)
     << "\">\n";
   for (int i = 0; i <= 4; ++i) {  // time axis
     double t = span * i / 4;
@@ -150,9 +123,9 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
         << "\" x2=\"" << num(x(t.get<double>())) << "\" y2=\"" << num(y + 19)
         << "\" stroke=\"#1a73e8\"/>\n";
     h << "<circle class=\"end\" cx=\"" << num(x(t1)) << "\" cy=\"" << num(y + 12)
-      << "\" r=\"6\" fill=\"" << end.colour << "\"><title>" << html_escape(end.label)
+      << "\" r=\"6\" fill=\"" << end.colour << "\"><title>" << markup_escape(end.label)
       << "</title></circle>\n<text x=\"" << left + width + 14 << "\" y=\"" << num(y + 15)
-      << "\" fill=\"" << end.colour << "\">" << html_escape(end.label) << "</text>\n</g>\n";
+      << "\" fill=\"" << end.colour << "\">" << markup_escape(end.label) << "</text>\n</g>\n";
   }
   h << "</svg>\n";
 }
@@ -246,42 +219,31 @@ std::string report_html(const ReportInputs& r, const Oracle& oracle) {
   std::ostringstream h;
   const auto& st = oracle.stats();
   h << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ddpbisect: "
-    << html_escape(r.spec->name) << "</title><style>" << kStyle << "</style></head><body>\n";
-  h << "<h1>ddpbisect report: " << html_escape(r.spec->name) << "</h1>\n<p>Spec <code>"
-    << html_escape(r.spec->file) << "</code>; status <b id=\"status\">" << html_escape(r.status)
+    << markup_escape(r.spec->name) << "</title><style>" << kStyle << "</style></head><body>\n";
+  h << "<h1>ddpbisect report: " << markup_escape(r.spec->name) << "</h1>\n<p>Spec <code>"
+    << markup_escape(r.spec->file) << "</code>; status <b id=\"status\">" << markup_escape(r.status)
     << "</b>; " << st.trials << " trials (" << st.cached << " from the cache) in "
     << num(oracle.elapsed_s(), 0) << " s.</p>\n";
   if (r.status == "not_reproduced") {
     h << "<p>No stage failed, so there was nothing to reduce.</p>\n<table><tr><th>configuration</"
          "th><th>status</th></tr>\n";
     for (const auto& [c, status] : r.tried)
-      h << "<tr><td>" << html_escape(describe_config(c) + " (" + c.stage + ")") << "</td><td>"
-        << html_escape(status) << "</td></tr>\n";
+      h << "<tr><td>" << markup_escape(describe_config(c) + " (" + c.stage + ")") << "</td><td>"
+        << markup_escape(status) << "</td></tr>\n";
     h << "</table></body></html>\n";
     return h.str();
   }
   h << "<div class=\"cause\" id=\"root-cause\"><b>Root cause:</b> "
-    << html_escape(redact_value("", r.target.to_string())) << "<br>reproduced "
+    << markup_escape(redact_value("", r.target.to_string())) << "<br>reproduced "
     << r.confirm_failures << "/" << r.confirm_runs << " times</div>\n";
-  h << "<table><tr><th></th><th>original (stage " << html_escape(r.stage)
+  h << "<table><tr><th></th><th>original (stage " << markup_escape(r.stage)
     << ")</th><th>minimal</th></tr>\n";
-  auto row = [&](const std::string& what, const std::string& a, const std::string& b) {
-    h << "<tr><td>" << html_escape(what) << "</td><td>" << html_escape(a) << "</td><td>"
-      << html_escape(b) << "</td></tr>\n";
-  };
-  row("ranks", std::to_string(r.original.nodes) + " x " + std::to_string(r.original.procs_per_node),
-      std::to_string(r.minimal.nodes) + " x " + std::to_string(r.minimal.procs_per_node));
-  row("samples", std::to_string(r.original.samples.size()),
-      std::to_string(r.minimal.samples.size()) +
-          (r.minimal.samples.size() <= 16 ? " (" + r.minimal.samples.to_string() + ")" : ""));
-  row("components", join(r.original.components, ", "), join(r.minimal.components, ", "));
-  row("features", join(r.original.features, ", "), join(r.minimal.features, ", "));
-  for (const auto& [k, v] : r.original.params)
-    row(k, std::to_string(v),
-        r.minimal.params.count(k) ? std::to_string(r.minimal.params.at(k)) : "");
-  h << "</table>\n<h2>Reproduce</h2>\n<pre>ddpbisect check " << html_escape(r.out_dir)
-    << "/repro/repro.yaml --expect fail\nbash " << html_escape(r.out_dir) << "/repro/run.sh"
-    << (r.spec->builtin ? "\n/usr/bin/python3 " + html_escape(r.out_dir) + "/repro/repro.py" : "")
+  for (const auto& row : comparison_rows(r))
+    h << "<tr><td>" << markup_escape(row.what) << "</td><td>" << markup_escape(row.original)
+      << "</td><td>" << markup_escape(row.minimal) << "</td></tr>\n";
+  h << "</table>\n<h2>Reproduce</h2>\n<pre>ddpbisect check " << markup_escape(r.out_dir)
+    << "/repro/repro.yaml --expect fail\nbash " << markup_escape(r.out_dir) << "/repro/run.sh"
+    << (r.spec->builtin ? "\n/usr/bin/python3 " + markup_escape(r.out_dir) + "/repro/repro.py" : "")
     << "</pre>\n";
   json first = read_json(r.first_run.dir + "/outcome.json");
   json minimal = read_json(r.minimal_run.dir + "/outcome.json");
@@ -295,9 +257,9 @@ std::string report_html(const ReportInputs& r, const Oracle& oracle) {
   timeline(h, "timeline-minimal", "Minimal trial (" + describe_config(r.minimal) + ")", minimal);
   if (first.is_object() && first.contains("diagnosis") && first["diagnosis"].is_object()) {
     h << "<h2>Root-cause traceback</h2>\n<p>"
-      << html_escape(first["diagnosis"].value("explanation", "")) << "</p>\n<pre>";
+      << markup_escape(first["diagnosis"].value("explanation", "")) << "</p>\n<pre>";
     for (const auto& l : first["diagnosis"]["root_cause"].value("excerpt", json::array()))
-      h << html_escape(redact_value("", l.get<std::string>())) << "\n";
+      h << markup_escape(redact_value("", l.get<std::string>())) << "\n";
     h << "</pre>\n";
   }
   h << "<h2>Reduction trace</h2>\n";
@@ -305,13 +267,13 @@ std::string report_html(const ReportInputs& r, const Oracle& oracle) {
   h << "<h2>Environment</h2>\n<table>\n";
   for (const auto& [k, v] : r.environment.items()) {
     if (k == "variables") continue;
-    h << "<tr><td>" << html_escape(k) << "</td><td><code>"
-      << html_escape(v.is_string() ? v.get<std::string>() : v.dump()) << "</code></td></tr>\n";
+    h << "<tr><td>" << markup_escape(k) << "</td><td><code>"
+      << markup_escape(v.is_string() ? v.get<std::string>() : v.dump()) << "</code></td></tr>\n";
   }
   const json vars = r.environment.value("variables", json::object());
   for (const auto& [k, v] : vars.items())
-    h << "<tr><td><code>" << html_escape(k) << "</code></td><td><code>"
-      << html_escape(v.get<std::string>()) << "</code></td></tr>\n";
+    h << "<tr><td><code>" << markup_escape(k) << "</code></td><td><code>"
+      << markup_escape(v.get<std::string>()) << "</code></td></tr>\n";
   h << "</table>\n</body></html>\n";
   return h.str();
 }

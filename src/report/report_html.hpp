@@ -11,7 +11,4 @@ namespace ddpbisect {
 
 std::string report_html(const ReportInputs& r, const Oracle& oracle);
 
-// Escapes &, <, >, " and ' for HTML text and attribute values.
-std::string html_escape(const std::string& s);
-
 }  // namespace ddpbisect

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text.hpp"
 #include "reduce/progress.hpp"
 #include "report/report_html.hpp"
 #include "report/report_md.hpp"
@@ -28,6 +29,23 @@ json config_json(const TrialConfig& c, const std::string& stage) {
           {"features", c.features},
           {"params", params},
           {"steps", c.params.count("steps") ? json(c.params.at("steps")) : json(nullptr)}};
+}
+
+std::vector<ComparisonRow> comparison_rows(const ReportInputs& r) {
+  auto ranks = [](const TrialConfig& c) {
+    return std::to_string(c.nodes) + " node(s) x " + std::to_string(c.procs_per_node);
+  };
+  const auto& m = r.minimal;
+  std::vector<ComparisonRow> rows = {
+      {"ranks", ranks(r.original), ranks(m)},
+      {"samples", std::to_string(r.original.samples.size()),
+       std::to_string(m.samples.size()) +
+           (m.samples.size() <= 16 ? " (" + m.samples.to_string() + ")" : "")},
+      {"components", join(r.original.components, ", "), join(m.components, ", ")},
+      {"features", join(r.original.features, ", "), join(m.features, ", ")}};
+  for (const auto& [k, v] : r.original.params)
+    rows.push_back({k, std::to_string(v), m.params.count(k) ? std::to_string(m.params.at(k)) : ""});
+  return rows;
 }
 
 json report_json(const ReportInputs& r, const Oracle& oracle) {

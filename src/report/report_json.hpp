@@ -33,6 +33,12 @@ struct ReportInputs {
 };
 
 nlohmann::json config_json(const TrialConfig& c, const std::string& stage);
+
+// The original configuration beside the minimal one, row by row, for report.md and report.html.
+struct ComparisonRow {
+  std::string what, original, minimal;
+};
+std::vector<ComparisonRow> comparison_rows(const ReportInputs& r);
 nlohmann::json report_json(const ReportInputs& r, const Oracle& oracle);
 // Writes report.json, report.md, report.html and repro/ (repro.yaml, config.json, run.sh and,
 // for built-in workloads, repro.py).

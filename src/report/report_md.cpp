@@ -56,20 +56,8 @@ std::string report_markdown(const ReportInputs& r, const Oracle& oracle) {
   md << "**Status:** " << r.status << "; reproduced " << r.confirm_failures << "/" << r.confirm_runs
      << " times; " << st.trials << " trials in " << std::lround(oracle.elapsed_s()) << " s\n\n";
   md << "| | original (stage `" << r.stage << "`) | minimal |\n|---|---|---|\n";
-  auto row = [&](const char* what, const std::string& a, const std::string& b) {
-    md << "| " << what << " | " << cell(a) << " | " << cell(b) << " |\n";
-  };
-  row("ranks",
-      std::to_string(r.original.nodes) + " node(s) x " + std::to_string(r.original.procs_per_node),
-      std::to_string(r.minimal.nodes) + " node(s) x " + std::to_string(r.minimal.procs_per_node));
-  row("samples", std::to_string(r.original.samples.size()),
-      std::to_string(r.minimal.samples.size()) +
-          (r.minimal.samples.size() <= 16 ? " (" + r.minimal.samples.to_string() + ")" : ""));
-  row("components", join(r.original.components, ", "), join(r.minimal.components, ", "));
-  row("features", join(r.original.features, ", "), join(r.minimal.features, ", "));
-  for (const auto& [k, v] : r.original.params)
-    row(k.c_str(), std::to_string(v),
-        r.minimal.params.count(k) ? std::to_string(r.minimal.params.at(k)) : "");
+  for (const auto& row : comparison_rows(r))
+    md << "| " << row.what << " | " << cell(row.original) << " | " << cell(row.minimal) << " |\n";
   md << "\n## Reproduce\n\n```\nddpbisect check " << r.out_dir
      << "/repro/repro.yaml --expect fail\n"
      << "bash " << r.out_dir << "/repro/run.sh      # no ddpbisect needed\n```\n";

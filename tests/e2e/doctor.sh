@@ -7,15 +7,12 @@
 # PYTHONPATH; a pass-through wrapper for both nodes must find nothing.
 # Usage: doctor.sh DDPBISECT REPO_ROOT
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
 tmp=$(mktemp -d)
 listener=""
 trap '[[ -n $listener ]] && kill $listener 2>/dev/null; rm -rf "$tmp"' EXIT
-fails=0
-passed=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { passed=$((passed + 1)); }
 # finding FILE STATUS CHECK NODE: the doctor JSON in FILE has that finding.
 finding() {
   /usr/bin/python3 -c '
@@ -127,5 +124,4 @@ YAML
   case_node1 version "exec env PYTHONPATH=$tmp/fake \"\$@\"" fail versions.torch
 fi
 
-echo "doctor: $passed passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish doctor

@@ -7,6 +7,7 @@
 # Exit 77 (skipped) when network namespaces cannot be made (not root, no iproute2).
 # Usage: netns_prefix.sh DDPBISECT REPO_ROOT
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
 if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null; then
@@ -36,10 +37,6 @@ for ns in "$h0" "$h1"; do ip -n "$ns" link set lo up; done
 ip -n "$h0" link set "$tag-a" up
 ip -n "$h1" link set "$tag-b" up
 
-fails=0
-passed=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { passed=$((passed + 1)); }
 mkdir -p "$tmp/data" && echo "0-15" >"$tmp/data/index.txt"
 write_spec() {  # write_spec FILE H1_DATA_ROOT
   cat >"$1" <<YAML
@@ -98,5 +95,4 @@ assert m["params"]["steps"] == 1, m
 ' "$tmp/red/report.json" && ok || bad "the node-dependent fault was not reduced to exactly 2 nodes"
 [[ -z $(leftovers) ]] && ok || bad "processes left in the namespaces after the reduction: $(leftovers)"
 
-echo "netns/prefix: $passed passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish netns/prefix

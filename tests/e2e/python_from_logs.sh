@@ -6,15 +6,11 @@
 # Also: the helper module's heartbeats reach the driver, and bad --from-logs input exits 2.
 # Usage: python_from_logs.sh DDPBISECT REPO_ROOT
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-passed=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { passed=$((passed + 1)); }
-py() { /usr/bin/python3 -c "$@"; }
 
 cat >"$tmp/spec.yaml" <<YAML
 version: 1
@@ -78,5 +74,4 @@ mkdir -p "$tmp/clean/0" && echo "step 1 loss 0.3" >"$tmp/clean/0/stdout.log"
 [[ $rc1 == 2 && $rc2 == 2 ]] && grep -q "no failure found" "$tmp/e1" && grep -q -- "--from-logs" "$tmp/e2" && ok ||
   bad "bad --from-logs input: exits $rc1/$rc2, messages: $(cat "$tmp/e1" "$tmp/e2")"
 
-echo "from-logs: $passed passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish from-logs

@@ -5,16 +5,12 @@
 # any output file.
 # Usage: report_repro.sh DDPBISECT REPO_ROOT
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
 worker=$(dirname "$bin")/ddpbisect-worker
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-passed=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { passed=$((passed + 1)); }
-py() { /usr/bin/python3 -c "$@"; }
 
 # Secrets the report must never show: by variable name, and inside a URL.
 export TORCH_CREDENTIAL_PROBE=sekrit-by-name-1 NCCL_IB_KEY=sekrit-by-name-2 HF_TOKEN=sekrit-3
@@ -105,5 +101,4 @@ assert w.trials == len(journal) > 5, (w.trials, len(journal))
 ' "$tmp/report.png" "$tmp/dom.html" "$out" && ok || bad "report.html: screenshot or DOM check"
 fi
 
-echo "report/repro: $passed passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish report/repro

@@ -8,6 +8,7 @@
 # Exit 77 (skipped) without root or the Slurm/munge daemons.
 # Usage: slurm_cluster.sh DDPBISECT REPO_ROOT
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
 for tool in slurmctld slurmd srun salloc squeue munged; do
@@ -68,10 +69,6 @@ slurmctld && slurmd -N n0 && slurmd -N n1 || { echo "FAIL: Slurm daemons did not
 for _ in $(seq 50); do [[ $(sinfo -h -o %t 2>/dev/null | sort -u) == idle ]] && break; sleep 0.2; done
 [[ $(sinfo -h -o %D 2>/dev/null) == 2 ]] || { echo "FAIL: 2 idle nodes expected: $(sinfo 2>&1)"; exit 1; }
 
-fails=0
-passed=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { passed=$((passed + 1)); }
 spec=$root/tests/zoo/worker/two_nodes.yaml
 sed 's/^limits:/launcher: {kind: slurm, hosts: [n0, n1]}\nlimits:/' "$spec" >"$tmp/slurm.yaml"
 grep -q "kind: slurm" "$tmp/slurm.yaml" || { echo "FAIL: could not write the slurm spec"; exit 1; }
@@ -117,5 +114,4 @@ stop_daemons
 sleep 0.5
 alive=$(for pid in $(cat "$tmp"/*.pid "$tmp"/munge/pid 2>/dev/null); do kill -0 "$pid" 2>/dev/null && echo "$pid"; done | xargs)
 [[ -z $alive ]] && ok || bad "daemons still running: $alive"
-echo "slurm: $passed passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish slurm

@@ -8,6 +8,7 @@
 # Exit 77 (skipped) when namespaces, a bridge or sshd are not available.
 # Usage: ssh_netns.sh DDPBISECT REPO_ROOT
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
 sshd=$(command -v sshd || echo /usr/sbin/sshd)
@@ -72,10 +73,6 @@ sleep 0.5
 opts=(-i "$tmp/client_key" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -l root)
 ssh -o BatchMode=yes "${opts[@]}" "10.78.$net.2" true 2>"$tmp/err" || { echo "FAIL: sshd in $h1 unreachable: $(cat "$tmp/err" "$tmp/sshd_2.log")"; exit 1; }
 
-fails=0
-passed=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { passed=$((passed + 1)); }
 mkdir -p "$tmp/data" && echo "0-15" >"$tmp/data/index.txt"
 write_spec() {  # write_spec FILE H1_DATA_ROOT
   cat >"$1" <<YAML
@@ -140,6 +137,33 @@ print(sum(len(json.load(open(f))["ranks"]) for f in glob.glob(sys.argv[1] + "/re
 echo "ssh: $launches rank launches over $sessions ssh logins"
 [[ $sessions -gt 0 && $sessions -lt $launches ]] && ok || bad "no connection reuse: $sessions logins for $launches launches"
 
+# A hang on a remote rank: the stack request travels over ssh and the stacks come back.
+cat >"$tmp/hang.yaml" <<YAML
+version: 1
+name: ssh-hang
+workload:
+  command: [/usr/bin/python3, $root/tests/e2e/programs/ddp_hang.py]
+  cwd: $tmp
+stages:
+  - {name: two, nodes: 2, procs_per_node: 1}
+launcher:
+  kind: ssh
+  hosts: [10.78.$net.1, 10.78.$net.2]
+  options: [-i, $tmp/client_key, -o, StrictHostKeyChecking=no, -o, UserKnownHostsFile=/dev/null, -o, LogLevel=ERROR, -l, root]
+  env:
+    10.78.$net.1: {GLOO_SOCKET_IFNAME: eth0}
+    10.78.$net.2: {GLOO_SOCKET_IFNAME: eth0}
+limits: {trial_timeout: 60s, hang_after: 3s}
+YAML
+"$bin" run "$tmp/hang.yaml" --out "$tmp/hang" --json >"$tmp/hang.json" 2>/dev/null
+py '
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["hang_declared_s"] is not None, o["reason"]
+stacks = {r["rank"]: open(r["stderr"]).read() for r in o["ranks"]}
+assert "wait_for_a_signal_that_never_comes" in stacks[1], stacks[1][-800:]
+' "$tmp/hang.json" && ok || bad "a remote hang: no stacks came back over ssh"
+[[ -z $(leftovers) ]] && ok || bad "processes left on the hosts after the hang: $(leftovers)"
+
 for i in 1 2; do kill "$(cat "$tmp/sshd_$i.pid")" 2>/dev/null; done
-echo "ssh/netns: $passed passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish ssh/netns

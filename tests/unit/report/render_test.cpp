@@ -1,15 +1,16 @@
 #include <gtest/gtest.h>
 
-#include "report/report_html.hpp"
+#include "common/text.hpp"
 #include "report/repro.hpp"
 #include "spec/loader.hpp"
 
 using namespace ddpbisect;
 
-TEST(HtmlEscape, EscapesMarkupAndQuotes) {
-  EXPECT_EQ(html_escape("<a href=\"x\">it's & done</a>"),
+TEST(MarkupEscape, EscapesMarkupAndQuotesAndDropsControlCharacters) {
+  EXPECT_EQ(markup_escape("<a href=\"x\">it's & done</a>"),
             "&lt;a href=&quot;x&quot;&gt;it&#39;s &amp; done&lt;/a&gt;");
-  EXPECT_EQ(html_escape("plain"), "plain");
+  EXPECT_EQ(markup_escape("plain\tline\n"), "plain\tline\n");
+  EXPECT_EQ(markup_escape(std::string("bell\x07 esc\x1b[0m")), "bell esc[0m");
 }
 
 TEST(ReproPython, QuotesInTheSpecCannotEndTheEmbeddedConfiguration) {
