@@ -60,7 +60,11 @@ std::string report_markdown(const ReportInputs& r, const Oracle& oracle) {
     md << "| " << row.what << " | " << cell(row.original) << " | " << cell(row.minimal) << " |\n";
   md << "\n## Reproduce\n\n```\nddpbisect check " << r.out_dir
      << "/repro/repro.yaml --expect fail\n"
-     << "bash " << r.out_dir << "/repro/run.sh      # no ddpbisect needed\n```\n";
+     << "bash " << r.out_dir << "/repro/run.sh      # no ddpbisect needed\n"
+     << (r.spec->builtin ? "python3 " + r.out_dir +
+                               "/repro/repro.py   # plain PyTorch DDP: for a PyTorch issue\n"
+                         : std::string())
+     << "```\n";
   // The root cause as the minimal trial diagnosed it.
   std::ifstream outcome(r.minimal_run.dir + "/outcome.json");
   json o = json::parse(outcome, nullptr, false);
