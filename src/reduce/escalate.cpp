@@ -1,6 +1,7 @@
 #include "reduce/escalate.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace ddpbisect {
 
@@ -27,7 +28,9 @@ Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signatu
   }
   // A flaky failure can hide from one climb: the full job gets kExtraRuns more chances.
   for (int i = 0; i < kExtraRuns; ++i) plan.push_back(plan.back());
-  for (const auto& [stage_name, c] : plan) {
+  const TrialConfig* masked = nullptr;  // the last configuration that failed differently
+  std::string masked_stage;
+  auto attempt = [&](const std::string& stage_name, const TrialConfig& c) {
     RunRecord r = oracle.run(c);
     const MatchSpec& m = spec.match;
     bool target = r.status == "fail" && r.signature &&
@@ -38,13 +41,46 @@ Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signatu
                               ? "fail (a different failure: " +
                                     (r.signature ? r.signature->to_string() : "?") + ")"
                               : r.status});
+    if (r.status == "fail" && !target) {
+      masked = &c;
+      masked_stage = stage_name;
+    }
     if (target) {
       e.stage = stage_name;
       e.config = c;
       e.run = r;
       *found = true;
-      return e;
     }
+    return target;
+  };
+  for (const auto& [stage_name, c] : plan)
+    if (attempt(stage_name, c)) return e;
+  // --from-logs: another failure may fire first and mask the user's. Unmask on the last
+  // configuration that failed differently: all features off, all components off, then each one
+  // off alone (at most 2 + features + components trials).
+  if (wanted && masked) {
+    const TrialConfig base = *masked;
+    const std::string stage = masked_stage;
+    std::vector<TrialConfig> variants;
+    TrialConfig c = base;
+    c.features.clear();
+    variants.push_back(c);
+    c = base;
+    c.components.clear();
+    variants.push_back(c);
+    for (size_t i = 0; i < base.features.size(); ++i) {
+      c = base;
+      c.features.erase(c.features.begin() + static_cast<long>(i));
+      variants.push_back(c);
+    }
+    for (size_t i = 0; i < base.components.size(); ++i) {
+      c = base;
+      c.components.erase(c.components.begin() + static_cast<long>(i));
+      variants.push_back(c);
+    }
+    std::set<std::string> seen = {base.canonical()};
+    for (const auto& v : variants)
+      if (seen.insert(v.canonical()).second && attempt(stage, v)) return e;
   }
   return e;
 }

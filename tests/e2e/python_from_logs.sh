@@ -59,6 +59,20 @@ assert (m["world_size"], m["features"], m["components"], m["steps"]) == (2, [], 
 assert any("a different failure" in e["status"] for e in chase["escalation"]), chase["escalation"]
 ' "$tmp" && ok || bad "--from-logs did not chase the failure in the user's logs"
 
+# Masked: the fused loss now fails on every world size, so every stage of the full job fails
+# with it, though the user's job failed with the lease. Escalation must unmask the lease bug by
+# switching features off.
+sed 's/  env: {PYTHONPATH: "\(.*\)"}/  env: {PYTHONPATH: "\1", FUSED_EVERYWHERE: "1"}/' "$tmp/spec.yaml" >"$tmp/masked.yaml"
+grep -q FUSED_EVERYWHERE "$tmp/masked.yaml" || bad "could not write the masked spec"
+"$bin" "$tmp/masked.yaml" --out "$tmp/masked" --quiet --confirm 1 --from-logs "$tmp/user-logs" >/dev/null 2>"$tmp/masked.err" ||
+  { bad "masked --from-logs reduction exited $?"; tail -3 "$tmp/masked.err" >&2; }
+py '
+import json, sys
+r = json.load(open(sys.argv[1] + "/masked/report.json"))
+assert r["signature"]["frame"] == "two_bugs.py:renew_lease", r["signature"]
+assert "fused_loss" not in r["minimal"]["features"] and r["minimal"]["world_size"] == 2, r["minimal"]
+' "$tmp" && ok || bad "--from-logs did not unmask the failure hidden behind another"
+
 # The helper's heartbeats reached the driver: the trials know each rank's last step.
 py '
 import glob, json, sys
