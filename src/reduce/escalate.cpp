@@ -14,7 +14,7 @@ TrialConfig cheap_variant(const TrialConfig& full) {
   return c;
 }
 
-constexpr int kExtraRuns = 2;
+constexpr int kExtraRuns = 3;
 
 Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signature* wanted) {
   Escalation e;
