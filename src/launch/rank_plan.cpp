@@ -19,12 +19,16 @@ std::map<std::string, std::string> placeholder_values(const TrialConfig& config)
   return v;
 }
 
-std::string worker_path() {
-  if (const char* w = std::getenv("DDPBISECT_WORKER"); w && *w) return w;
+std::string companion_path(const char* env_var, const std::string& name) {
+  if (const char* p = std::getenv(env_var); p && *p) return p;
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "ddpbisect-worker";
-  return (self.parent_path() / "ddpbisect-worker").string();
+  if (ec) return name;
+  return (self.parent_path() / name).string();
+}
+
+std::string worker_path() {
+  return companion_path("DDPBISECT_WORKER", "ddpbisect-worker");
 }
 
 std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,

@@ -29,5 +29,7 @@ std::map<std::string, std::string> placeholder_values(const TrialConfig& config)
 
 // Path of ddpbisect-worker: $DDPBISECT_WORKER, else beside the running ddpbisect binary.
 std::string worker_path();
+// A program shipped beside ddpbisect: $ENV_VAR when set, else NAME in the running binary's folder.
+std::string companion_path(const char* env_var, const std::string& name);
 
 }  // namespace ddpbisect

@@ -492,10 +492,7 @@ std::optional<double> clock_offset_to(const std::string& addr, int port) {
 }
 
 std::string nccl_probe_path() {
-  if (const char* p = std::getenv("DDPBISECT_NCCL_PROBE"); p && *p) return p;
-  std::error_code ec;
-  auto self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "ddpbisect-nccl-probe" : (self.parent_path() / "ddpbisect-nccl-probe").string();
+  return companion_path("DDPBISECT_NCCL_PROBE", "ddpbisect-nccl-probe");
 }
 
 // The native NCCL probe on every node with a GPU, through the launcher.
