@@ -382,6 +382,13 @@ void stop_child(Child& child) {
   child = Child{};
 }
 
+// The JSON of a `DDPBISECT_PROBE {...}` bandwidth line (worker or NCCL probe), else null.
+json probe_row(const std::string& line) {
+  if (!starts_with(line, "DDPBISECT_PROBE ")) return nullptr;
+  json j = json::parse(line.substr(16), nullptr, false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
 void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir,
                 DoctorResult& res) {
   std::error_code ec;
@@ -416,9 +423,8 @@ void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir
     std::ifstream in(o.ranks[0].stdout_path);
     std::string line;
     while (std::getline(in, line)) {
-      if (starts_with(line, "DDPBISECT_PROBE ")) {
-        json j = json::parse(line.substr(16), nullptr, false);
-        if (!j.is_discarded()) rows.push_back(j);
+      if (json j = probe_row(line); !j.is_null()) {
+        rows.push_back(j);
       } else if (!line.empty() && (line[0] == '#' || line[0] == ' ')) {
         table += line + "\n";
       }
@@ -525,10 +531,7 @@ void nccl_probe(const std::vector<json>& reports, const std::function<ProcessSpe
     int rc = run_capture(on_node(node), 300, out);
     json rows = json::array();
     for (const auto& line : split(out, '\n'))
-      if (starts_with(line, "DDPBISECT_PROBE ")) {
-        json j = json::parse(line.substr(16), nullptr, false);
-        if (!j.is_discarded()) rows.push_back(j);
-      }
+      if (json j = probe_row(line); !j.is_null()) rows.push_back(j);
     per_node[std::to_string(node)] = {{"exit", rc}, {"rows", rows}};
     if (rc != 0 || rows.empty()) {
       res.findings.push_back({"fail", "comm.nccl", node, false,
