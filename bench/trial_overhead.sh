@@ -23,7 +23,7 @@ printf '  bare shell script  %7.1f ms\n' "$bare"
 printf '  driver overhead    %7.1f ms per trial (target <= 30 ms)\n' "$(echo "$driver - $bare" | bc -l)"
 
 cat >"$tmp/hang.yaml" <<EOS
-workload: {command: [/usr/bin/python3, $here/../tests/e2e/programs/misbehave.py, hang, bench]}
+workload: {command: [python3, $here/../tests/e2e/programs/misbehave.py, hang, bench]}
 stages: [{name: node, nodes: 1, procs_per_node: 2}]
 EOS
 "$build/ddpbisect" run "$tmp/hang.yaml" --out "$tmp/out" --json >"$tmp/hang.json" || true

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time to the first completed training step of a 2-rank job: ddpbisect-worker vs. an equivalent
-# Python DDP script under /usr/bin/python3, measured in the same run (median of N launches).
+# Python DDP script under python3 (the project environment first on PATH), measured in the same run (median of N launches).
 # Usage: bench/worker_startup.sh [BUILD_DIR] [N]
 set -euo pipefail
 build=${1:-build} n=${2:-7}
@@ -37,7 +37,7 @@ first_step() {
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 for ((i = 0; i < n; i++)); do first_step 'DDPBISECT_HEARTBEAT {"rank":0,"step":0' "$build/ddpbisect-worker"; done | median >"$tmp/worker"
-for ((i = 0; i < n; i++)); do first_step FIRST_STEP_DONE /usr/bin/python3 "$here/python_ddp_first_step.py"; done | median >"$tmp/python"
+for ((i = 0; i < n; i++)); do first_step FIRST_STEP_DONE python3 "$here/python_ddp_first_step.py"; done | median >"$tmp/python"
 w=$(cat "$tmp/worker") p=$(cat "$tmp/python")
 printf 'time to first completed step, 2 ranks, median of %d:\n' "$n"
 printf '  ddpbisect-worker   %.3f s\n' "$w"

@@ -24,7 +24,7 @@ class Comm {
   int rank() const { return rank_; }
   int world() const { return world_; }
   int64_t seq() const { return seq_; }
-  c10::intrusive_ptr<c10d::ProcessGroup> group() const { return pg_; }
+  c10::intrusive_ptr<c10d::Backend> group() const { return pg_; }
 
   void allreduce(std::vector<torch::Tensor>& tensors, c10d::ReduceOp op = c10d::ReduceOp::SUM);
   void broadcast(std::vector<torch::Tensor>& tensors, int root = 0);

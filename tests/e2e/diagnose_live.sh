@@ -67,7 +67,7 @@ fi
 
 for mode in missing_file unused; do
   cat >"$tmp/py-$mode.yaml" <<EOS
-workload: {command: [/usr/bin/python3, $here/programs/ddp_cases.py, $mode]}
+workload: {command: [python3, $here/programs/ddp_cases.py, $mode]}
 stages: [{name: node, nodes: 1, procs_per_node: 2}]
 EOS
 done

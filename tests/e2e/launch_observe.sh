@@ -26,7 +26,7 @@ spec() {
   local name=$1 mode=$2 limits=${3:-"{hang_after: 2s, grace: 1s, trial_timeout: 60s}"}
   cat >"$tmp/$name.yaml" <<EOS
 workload:
-  command: [/usr/bin/python3, $here/programs/misbehave.py, $mode, $tmp/$name]
+  command: [python3, $here/programs/misbehave.py, $mode, $tmp/$name]
 stages: [{name: node, nodes: 1, procs_per_node: 2}]
 limits: $limits
 EOS
@@ -94,9 +94,9 @@ stages: [{name: node, procs_per_node: 2}]
 EOS
 run_case missing 125 && ok
 
-# A real Gloo hang under /usr/bin/python3: rank 0 blocked in all_reduce.
+# A real Gloo hang under python3: rank 0 blocked in all_reduce.
 cat >"$tmp/ddp.yaml" <<EOS
-workload: {command: [/usr/bin/python3, $here/programs/ddp_hang.py, $tmp/ddp]}
+workload: {command: [python3, $here/programs/ddp_hang.py, $tmp/ddp]}
 stages: [{name: node, nodes: 1, procs_per_node: 2}]
 limits: {trial_timeout: 90s}
 EOS

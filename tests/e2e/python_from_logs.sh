@@ -16,7 +16,7 @@ cat >"$tmp/spec.yaml" <<YAML
 version: 1
 name: two-bugs
 workload:
-  command: [/usr/bin/python3, $root/tests/e2e/programs/two_bugs.py]
+  command: [python3, $root/tests/e2e/programs/two_bugs.py]
   cwd: .
   env: {PYTHONPATH: "$root/python:$root/tests/zoo/python"}
   samples: 16
@@ -38,7 +38,7 @@ for rank in 0 1; do
   mkdir -p "$logs/$rank"
   (cd "$tmp" && RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     DDPBISECT_CONFIG=$tmp/user-config.json PYTHONPATH=$root/python:$root/tests/zoo/python \
-    timeout 60 /usr/bin/python3 "$root/tests/e2e/programs/two_bugs.py" >"$logs/$rank/stdout.log" 2>"$logs/$rank/stderr.log") &
+    timeout 60 python3 "$root/tests/e2e/programs/two_bugs.py" >"$logs/$rank/stdout.log" 2>"$logs/$rank/stderr.log") &
   pids+=($!)
 done
 wait "${pids[@]}"

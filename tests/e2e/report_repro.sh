@@ -59,8 +59,8 @@ for k in ("category", "exception", "frame"):
 
 # repro.py: standalone PyTorch (no ddpbisect, no worker) fails with the same exception type.
 exc=$(py 'import json,sys; print(json.load(open(sys.argv[1]))["signature"]["exception"])' "$out/report.json")
-(cd "$tmp" && REPRO_TIMEOUT=60 timeout 120 /usr/bin/python3 "$out/repro/repro.py" >"$tmp/py.out" 2>&1); rc=$?
-[[ $rc == 1 ]] && grep -q "^$exc: rank one broke" "$tmp/py.out" && ok ||
+(cd "$tmp" && REPRO_TIMEOUT=60 timeout 120 python3 "$out/repro/repro.py" >"$tmp/py.out" 2>&1); rc=$?
+[[ $rc == 1 ]] && grep -qE "^(\[rank[0-9]+\]: )?$exc: rank one broke" "$tmp/py.out" && ok ||
   { bad "repro.py: exit $rc, want 1 with '$exc: rank one broke'"; tail -20 "$tmp/py.out" >&2; }
 
 # report.html: self-contained, rendered by headless Chromium; the DOM has the timeline.
