@@ -87,6 +87,18 @@ capture 022-torchrun113-sigkill "${tr113[@]}" --master_port "$(free_port)" --npr
   train_ddp.py sigkill --record
 capture 023-byhand113-exception PORT="$(free_port)" bash -c "$by_hand113" exception
 capture 024-byhand113-sigkill PORT="$(free_port)" bash -c "$by_hand113" sigkill
+# Infrastructure: the master port is taken, so torchrun's own rendezvous store cannot listen.
+if [[ 026-torchrun-port-in-use == $glob ]]; then
+  port=$(free_port)
+  /usr/bin/python3 -c 'import socket, sys, time; s = socket.socket()
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$port" &
+  holder=$!
+  sleep 1
+  capture 026-torchrun-port-in-use "${tr[@]}" --master-port "$port" --nproc-per-node 2 \
+    train_ddp.py exception
+  kill "$holder"
+  wait "$holder" 2> /dev/null || true
+fi
 # What DETAIL does to a DDP script in 2.13's CPU build: every rank dies in DDP's constructor.
 capture 025-torchrun-ddp-detail-segv "${detail[@]}" "${tr[@]}" --master-port "$(free_port)" \
   --nproc-per-node 2 train_ddp.py mismatch
