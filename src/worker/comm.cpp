@@ -4,9 +4,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+
+// The only file that sees Gloo's headers, which are Debian's (the wheel ships none) and need not
+// match the Gloo inside libtorch: Gloo's objects are held only through the shared_ptrs c10d hands
+// out, and nothing here calls into them or lays them out.
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/debug.h>
 
 #include "worker/phase.hpp"
 
@@ -56,9 +64,40 @@ RankEnv RankEnv::from_environment() {
   return e;
 }
 
+namespace {
+// Gloo's transport devices as torch.distributed picks them (GLOO_SOCKET_IFNAME, a comma list of
+// interfaces), except that a loopback master binds the loopback device rather than resolving the
+// host name. Two worker threads per device, as the Python binding sets.
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(const RankEnv& env,
+                                                                 std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  const char* ifnames = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifnames && *ifnames) {
+    std::string list = ifnames;
+    for (size_t begin = 0, end; begin <= list.size(); begin = end + 1) {
+      end = std::min(list.find(',', begin), list.size());
+      if (end > begin)
+        options->devices.push_back(
+            c10d::ProcessGroupGloo::createDeviceForInterface(list.substr(begin, end - begin)));
+    }
+  } else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  options->threads = static_cast<int>(options->devices.size()) * 2;
+  return options;
+}
+}  // namespace
+
+// The default group as init_process_group("gloo") builds it: prefixed stores, the Gloo backend
+// registered for CPU tensors, c10d's sequence numbers on, TORCH_DISTRIBUTED_DEBUG read. Unlike
+// torch.distributed, DETAIL does not wrap the backend in a ProcessGroupWrapper: in 2.13 DDP's
+// Logger then casts the wrapper to ProcessGroupGloo and crashes (Python DDP over Gloo included).
 Comm::Comm(const RankEnv& env, std::chrono::milliseconds timeout)
     : rank_(env.rank), world_(env.world_size), timeout_(timeout) {
   DDPB_PHASE();
+  c10d::setDebugLevelFromEnvironment();
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<uint16_t>(env.master_port);
   opts.isServer = env.rank == 0;
@@ -67,16 +106,17 @@ Comm::Comm(const RankEnv& env, std::chrono::milliseconds timeout)
   opts.timeout = timeout;
   if (!opts.isServer) wait_for_listener(env.master_addr, env.master_port, timeout);
   store_ = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
-  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  if (ifname && *ifname)
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-  else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost")
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  else
-    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-  options->threads = 1;
-  pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_, options);
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>(
+      "0/", c10::make_intrusive<c10d::PrefixStore>("default_pg", store_));
+  auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cpu/", group_store);
+  c10::intrusive_ptr<c10d::Backend> backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      backend_store, rank_, world_, gloo_options(env, timeout));
+  backend->setSequenceNumberForGroup();
+  pg_ = c10::make_intrusive<c10d::ProcessGroup>(group_store, rank_, world_);
+  pg_->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  pg_->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  pg_->setGroupName("0");
+  pg_->setGroupDesc("default_pg");
 }
 
 namespace {
@@ -107,15 +147,14 @@ void Comm::finish(const c10::intrusive_ptr<c10d::Work>& work, const char* op) {
     throw NamedError("RuntimeError", "[Rank " + std::to_string(rank_) + "] Timed out waiting " +
                                          std::to_string(timeout_.count()) +
                                          "ms for recv operation to complete (" + op +
-                                         ", collective #" + std::to_string(seq_) + ")");
+                                         ", collective #" + std::to_string(seq()) + ")");
 }
 
 void Comm::allreduce(std::vector<torch::Tensor>& tensors, c10d::ReduceOp op) {
   DDPB_PHASE();
-  ++seq_;
   c10d::AllreduceOptions o;
   o.reduceOp = op;
-  o.timeout = timeout_;  // Gloo applies the group's timeout only when each op names it
+  o.timeout = timeout_;
   if (tensors.size() == 1) {
     finish(pg_->allreduce(tensors, o), "allreduce");
     return;
@@ -125,20 +164,8 @@ void Comm::allreduce(std::vector<torch::Tensor>& tensors, c10d::ReduceOp op) {
   scatter_back(buffer[0], tensors);
 }
 
-void Comm::broadcast(std::vector<torch::Tensor>& tensors, int root) {
-  DDPB_PHASE();
-  ++seq_;
-  c10d::BroadcastOptions o;
-  o.rootRank = root;
-  o.timeout = timeout_;
-  std::vector<torch::Tensor> buffer = {coalesce(tensors)};
-  finish(pg_->broadcast(buffer, o), "broadcast");
-  scatter_back(buffer[0], tensors);
-}
-
 void Comm::barrier() {
   DDPB_PHASE();
-  ++seq_;
   c10d::BarrierOptions o;
   o.timeout = timeout_;
   finish(pg_->barrier(o), "barrier");

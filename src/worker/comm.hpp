@@ -1,9 +1,11 @@
-// The worker's communication: TCPStore rendezvous at MASTER_ADDR:MASTER_PORT, a Gloo process
-// group, and counted collectives (the count is the heartbeat's collective sequence number).
+// The worker's communication, set up as torch.distributed sets up a Gloo job: a TCPStore rendezvous
+// at MASTER_ADDR:MASTER_PORT, c10d's ProcessGroupGloo registered as the CPU backend of a
+// c10d::ProcessGroup, and collectives waited on with an enforced timeout. c10d's own count of the
+// group's collectives (DDP's bucket all-reduces included) is the heartbeat's sequence number.
 #pragma once
 
 #include <torch/torch.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
@@ -23,23 +25,20 @@ class Comm {
   Comm(const RankEnv& env, std::chrono::milliseconds timeout);
   int rank() const { return rank_; }
   int world() const { return world_; }
-  int64_t seq() const { return seq_; }
-  c10::intrusive_ptr<c10d::Backend> group() const { return pg_; }
+  // Collectives issued on this rank so far, as c10d counts them.
+  int64_t seq() const { return static_cast<int64_t>(pg_->getSequenceNumberForGroup()); }
+  const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return pg_; }
 
   void allreduce(std::vector<torch::Tensor>& tensors, c10d::ReduceOp op = c10d::ReduceOp::SUM);
-  void broadcast(std::vector<torch::Tensor>& tensors, int root = 0);
   void barrier();
-  // Counts collectives issued elsewhere (the DDP reducer's bucket all-reduces).
-  void count(int64_t n) { seq_ += n; }
 
  private:
-  // Waits for `work` at most the collective timeout (Gloo here does not enforce it itself).
+  // Waits for `work` at most the collective timeout, whatever the backend enforces itself.
   void finish(const c10::intrusive_ptr<c10d::Work>& work, const char* op);
   int rank_, world_;
-  int64_t seq_ = 0;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
 };
 
 }  // namespace ddpbisect::worker

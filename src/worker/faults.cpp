@@ -1,8 +1,19 @@
 #include "worker/faults.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "worker/phase.hpp"
 
 namespace ddpbisect::worker {
+
+// ---- Conditions: a fault's `requires`, the same for every kind ----
 
 FaultPlan::FaultPlan(const std::vector<Fault>& faults, const TrialConfig& trial,
                      const RankPlace& place, const std::vector<int64_t>& shard)
@@ -77,6 +88,113 @@ std::string FaultPlan::explain(const Fault& f, int64_t step) const {
   size_t index = static_cast<size_t>(&f - faults_.data());
   holds(f, index, step, &why);
   return why;
+}
+
+// ---- Effects, one per kind ----
+
+namespace {
+
+void open_node_local_file(const std::string& path) {  // missing_file
+  DDPB_PHASE();
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    throw NamedError("FileNotFoundError", "[Errno 2] No such file or directory: '" + path + "'");
+  std::fclose(f);
+}
+
+void allocate_too_much() {  // oom
+  DDPB_PHASE();
+  // 16 TiB: the CPU allocator refuses with c10's "can't allocate memory" error.
+  auto t = torch::empty({int64_t{1} << 42}, torch::kFloat);
+  t.fill_(0);
+}
+
+// hang, mode loader: a data-loading thread that deadlocks, needing the lock the main thread holds
+// while it waits for that thread.
+[[noreturn]] void deadlocked_loader() {
+  DDPB_PHASE();
+  static std::mutex batch_lock;
+  std::lock_guard<std::mutex> hold(batch_lock);
+  std::thread loader([] {
+    DDPB_PHASE();
+    std::lock_guard<std::mutex> take(batch_lock);  // never acquired
+  });
+  loader.join();
+  std::abort();
+}
+
+[[noreturn]] void stop_calling_collectives() {  // hang, mode collectives
+  DDPB_PHASE();
+  while (true) ::pause();
+}
+
+// The kinds that end or stop this rank, in a fixed order.
+void fire_step_faults(const FaultPlan& plan, int64_t step, int rank) {
+  DDPB_PHASE();
+  for (const Fault* f : plan.active("missing_file", step)) open_node_local_file(f->path);
+  for (const Fault* f : plan.active("raise", step))
+    throw NamedError("RuntimeError", f->message + " (rank " + std::to_string(rank) + ", step " +
+                                         std::to_string(step) + ")");
+  if (plan.any("oom", step)) allocate_too_much();
+  if (plan.any("abort", step)) {
+    std::fprintf(stderr, "ddpbisect-worker: planted abort on rank %d at step %lld\n", rank,
+                 static_cast<long long>(step));
+    std::abort();
+  }
+  if (plan.any("segfault", step)) std::raise(SIGSEGV);
+  if (plan.any("sigkill", step)) std::raise(SIGKILL);
+  for (const Fault* f : plan.active("exit", step)) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(static_cast<int>(f->exit_code));
+  }
+  for (const Fault* f : plan.active("hang", step)) {
+    if (f->mode == "collectives") stop_calling_collectives();
+    deadlocked_loader();
+  }
+}
+
+}  // namespace
+
+void FaultPlan::before_step(int64_t step, Net& net, std::vector<torch::Tensor>& params) {
+  DDPB_PHASE();
+  for (const Fault* f : active("straggler", step)) straggle_ = f->delay;
+  for (const Fault* f : active("unused_parameter", step)) net->set_unused(f->component);
+  fire_step_faults(*this, step, place_.rank);
+  if (straggle_.count() > 0) std::this_thread::sleep_for(straggle_);
+  if (!diverged_ && any("divergence", step)) {  // one replica's parameters drift once
+    torch::NoGradGuard ng;
+    for (auto& p : params) p.add_(1e-3 * (place_.rank + 1));
+    diverged_ = true;
+  }
+}
+
+torch::Tensor FaultPlan::corrupt_output(const torch::Tensor& out, const std::vector<int64_t>& batch,
+                                        int64_t step) const {
+  DDPB_PHASE();
+  torch::Tensor result = out;
+  for (const Fault* f : active("nan", step)) {
+    // The row of each named sample in the batch (every row when the fault names no samples).
+    auto mask = torch::zeros({static_cast<int64_t>(batch.size()), 1});
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (!f->requires_.samples || f->requires_.samples->contains(batch[i]))
+        mask[static_cast<int64_t>(i)][0] = std::nan("");
+    result = result + mask;
+  }
+  return result;
+}
+
+void FaultPlan::after_reduction(Comm& comm, int64_t step) const {
+  DDPB_PHASE();
+  if (any("collective_mismatch", step)) {
+    std::vector<torch::Tensor> extra = {torch::ones({3})};
+    comm.allreduce(extra);  // only the ranks where the fault fires call this one
+  }
+  if (planted("size_mismatch")) {  // every rank calls it; where the fault fires, with more values
+    int64_t n = 8 + (any("size_mismatch", step) ? 4 * (place_.rank + 1) : 0);
+    std::vector<torch::Tensor> metrics = {torch::zeros({n})};
+    comm.allreduce(metrics);
+  }
 }
 
 }  // namespace ddpbisect::worker

@@ -1,5 +1,6 @@
-// The training loop: real forward, backward and SGD steps, gradients averaged by c10d's DDP
-// Reducer over Gloo, the optional features, the planted faults, and a heartbeat per step.
+// The training loop: real forward, backward and SGD steps of the model wrapped in DDP (ddp.hpp),
+// the planted faults (faults.hpp) and the features (features.hpp) around each step, and a
+// heartbeat per step.
 #pragma once
 
 #include "spec/spec.hpp"

@@ -44,7 +44,7 @@ EOS
 
 if [[ $with_worker == yes ]]; then
   worker raise '{kind: raise, message: boom, requires: {ranks: [1], step: 2}}'
-  check raise 1 python_exception RuntimeError trainer.cpp:fire_step_faults
+  check raise 1 python_exception RuntimeError faults.cpp:fire_step_faults
   worker mismatch '{kind: collective_mismatch, requires: {ranks: [0], step: 1}}'
   check mismatch 0 collective_mismatch gloo::EnforceNotMet -
   worker unused '{kind: unused_parameter, component: linear}'
@@ -52,17 +52,17 @@ if [[ $with_worker == yes ]]; then
   worker nan '{kind: nan, requires: {ranks: [1], step: 3}}'
   check nan 1 nonfinite_loss FloatingPointError trainer.cpp:train_micro_step
   worker segv '{kind: segfault, requires: {ranks: [1], step: 1}}'
-  check segv 1 signal SIGSEGV trainer.cpp:fire_step_faults
+  check segv 1 signal SIGSEGV faults.cpp:fire_step_faults
   worker kill '{kind: sigkill, requires: {ranks: [0], step: 1}}'
   check kill 0 signal SIGKILL -
   worker oom '{kind: oom, requires: {ranks: [1]}}'
-  check oom 1 host_oom RuntimeError trainer.cpp:allocate_too_much
+  check oom 1 host_oom RuntimeError faults.cpp:allocate_too_much
   worker missing '{kind: missing_file, path: /nonexistent/x.idx, requires: {ranks: [1]}}'
-  check missing 1 python_exception FileNotFoundError trainer.cpp:open_node_local_file
+  check missing 1 python_exception FileNotFoundError faults.cpp:open_node_local_file
   worker hang '{kind: hang, requires: {ranks: [1], step: 2}}' grad_clip 60s
   check hang 1 hang - -
   worker straggler '{kind: straggler, delay: 6s, requires: {ranks: [1], step: 1}}'
-  check straggler 0 comm_timeout RuntimeError comm.cpp:allreduce
+  check straggler 0 comm_timeout RuntimeError trainer.cpp:train_micro_step
 fi
 
 for mode in missing_file unused; do

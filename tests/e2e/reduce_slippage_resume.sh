@@ -24,7 +24,7 @@ spec=$root/tests/zoo/worker/culprit_sample.yaml
 TORCH_E2E_TOKEN=s3cr3t-value-123 NCCL_E2E_STORE="https://alice:hunter2@store:8080/x" \
   "$bin" "$spec" --out "$tmp/ref" --quiet --confirm 1 >/dev/null 2>&1 || bad "resume: reference run failed"
 # report.md: the summary, the root cause, the environment with the secrets redacted everywhere.
-grep -q '^\*\*Root cause:\*\* python_exception RuntimeError at trainer.cpp:fire_step_faults' "$tmp/ref/report.md" &&
+grep -q '^\*\*Root cause:\*\* python_exception RuntimeError at faults.cpp:fire_step_faults' "$tmp/ref/report.md" &&
   grep -q '| samples | 64 | 1 (37) |' "$tmp/ref/report.md" &&
   grep -q 'RuntimeError: bad record' "$tmp/ref/report.md" &&
   grep -q '`TORCH_E2E_TOKEN` | `<redacted>`' "$tmp/ref/report.md" &&

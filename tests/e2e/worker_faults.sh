@@ -85,7 +85,7 @@ expect_fail size_mismatch 0 134 'op.preamble.length <= op.nbytes' 2 1 '{kind: si
 expect_fail nan 1 1 '^FloatingPointError: non-finite loss' 2 1 '{kind: nan, requires: {samples: [5]}}'
 expect_fail unused_parameter 0 1 'Expected to have finished reduction in the prior iteration' 2 1 '{kind: unused_parameter, component: linear}'
 expect_fail oom 0 1 "DefaultCPUAllocator: can't allocate memory" 2 1 '{kind: oom, requires: {ranks: [0]}}'
-expect_fail straggler 0 1 'Timed out waiting 2000ms for recv operation' 2 1 '{kind: straggler, delay: 5s, requires: {ranks: [1], step: 1}}'
+expect_fail straggler 0 1 'Timed out waiting 2000ms for (recv|send) operation' 2 1 '{kind: straggler, delay: 5s, requires: {ranks: [1], step: 1}}'
 expect_fail divergence 0 1 'parameters diverged across ranks' 2 1 '{kind: divergence, requires: {ranks: [1]}}' --set features=param_checksum
 expect_fail missing_file 1 1 "^FileNotFoundError: .*'/nonexistent/shard.idx'" 2 2 '{kind: missing_file, path: /nonexistent/shard.idx, requires: {nodes: [1]}}'
 
