@@ -17,15 +17,16 @@
 #include <set>
 #include <thread>
 
+#include "common/redact.hpp"
 #include "common/text.hpp"
+#include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
 #include "observe/trial_runner.hpp"
+#include "probe/environment.hpp"
 #include "probe/node_probe.hpp"
-#include "reduce/escalate.hpp"
-#include "report/environment.hpp"
 #include "spec/placeholders.hpp"
 #include "spec/trial_config.hpp"
 

@@ -20,8 +20,4 @@ struct Escalation {
 Escalation escalate(const Spec& spec, Oracle& oracle, bool* found,
                     const Signature* wanted = nullptr);
 
-// The cheap variant of a stage's full configuration, or the same configuration when there is
-// nothing to trim.
-TrialConfig cheap_variant(const TrialConfig& full);
-
 }  // namespace ddpbisect

@@ -13,12 +13,6 @@
 
 namespace ddpbisect {
 
-struct TraceEntry {
-  int64_t trial = 0;  // trials run when the step was accepted
-  std::string pass;
-  TrialConfig config;
-};
-
 struct ReductionState {
   const Spec* spec = nullptr;
   TrialConfig best;  // the smallest interesting configuration so far

@@ -6,18 +6,6 @@
 
 namespace ddpbisect {
 
-std::string describe_config(const TrialConfig& c) {
-  auto plural = [](int64_t n, const char* what) {
-    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-  };
-  std::string s = std::to_string(c.nodes) + "x" + std::to_string(c.procs_per_node) + " ranks, " +
-                  plural(c.samples.size(), "sample") + ", " +
-                  plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
-                  plural(static_cast<int64_t>(c.features.size()), "feature");
-  for (const auto& [k, v] : c.params) s += ", " + k + "=" + std::to_string(v);
-  return s;
-}
-
 Progress::Progress(bool quiet) : tty_(isatty(STDERR_FILENO) != 0), quiet_(quiet) {}
 
 void Progress::redraw() {
