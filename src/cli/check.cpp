@@ -30,23 +30,23 @@ int check(const CheckOptions& o) {
   for (int i = 0; i < o.repeats; ++i) {
     TrialRequest req{&spec, *trial, next_trial_dir(root), {}};
     TrialOutcome out = run_trial(req);
-    if (out.status == "interrupted") return 128 + pending_termination_signal();
+    if (out.status == TrialStatus::Interrupted) return 128 + out.interrupt_signal;
     std::string verdict;
-    if (out.status == "pass") {
+    const Signature* sig = out.failure();
+    if (out.status == TrialStatus::Pass) {
       ++good;
       verdict = "good: it passed";
-    } else if (out.status == "fail" && out.diagnosis.value("failed", false)) {
-      Signature sig = Signature::from_json(out.diagnosis["signature"]);
-      if (matches_pinned(m.signature_category, m.signature_exception, m.signature_frame, sig)) {
+    } else if (out.status == TrialStatus::Fail && sig) {
+      if (matches_pinned(m.signature_category, m.signature_exception, m.signature_frame, *sig)) {
         ++bad;
-        verdict = "bad: the failure reproduced: " + sig.to_string();
+        verdict = "bad: the failure reproduced: " + sig->to_string();
       } else {
         ++skip;
-        verdict = "skip: a different failure: " + sig.to_string();
+        verdict = "skip: a different failure: " + sig->to_string();
       }
     } else {
       ++skip;
-      verdict = "skip: " + out.status + ": " + out.reason;
+      verdict = "skip: " + std::string(to_string(out.status)) + ": " + out.reason;
     }
     std::cout << "run " << i + 1 << "/" << o.repeats << ": " << verdict << " (" << out.dir << ")\n";
     JUnitCase c;

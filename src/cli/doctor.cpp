@@ -27,7 +27,7 @@ int doctor(const DoctorCliOptions& o) {
   DoctorResult res = run_doctor(spec, opt);
   int fails = 0, warns = 0, passes = 0;
   for (const auto& f : res.findings)
-    (f.status == "fail" ? fails : f.status == "warn" ? warns : passes)++;
+    (f.status == FindingStatus::Fail ? fails : f.status == FindingStatus::Warn ? warns : passes)++;
   if (o.json) {
     nlohmann::json findings = nlohmann::json::array();
     for (const auto& f : res.findings) findings.push_back(f.to_json());
@@ -39,9 +39,11 @@ int doctor(const DoctorCliOptions& o) {
     std::cout << j.dump(2) << "\n";
   } else {
     for (const auto& f : res.findings) {
-      std::string tag = f.status == "fail" ? "FAIL" : f.status == "warn" ? "WARN" : "PASS";
+      std::string tag = to_string(f.status);
+      for (auto& ch : tag) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
       std::cout << tag << "  " << f.check << ": " << f.message << "\n";
-      if (!f.fix.empty() && f.status != "pass") std::cout << "      fix: " << f.fix << "\n";
+      if (!f.fix.empty() && f.status != FindingStatus::Pass)
+        std::cout << "      fix: " << f.fix << "\n";
     }
     if (res.comm.contains("gloo") && !res.comm["gloo"].value("table", "").empty())
       std::cout << "\n" << res.comm["gloo"]["table"].get<std::string>();

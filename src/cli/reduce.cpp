@@ -115,7 +115,7 @@ int reduce(const ReduceCliOptions& o) {
   }
   report.environment = environment.get();
   write_reports(report);
-  if (report.result.status == "not_reproduced") {
+  if (report.result.status == ReductionStatus::NotReproduced) {
     std::cout << "ddpbisect: no stage failed (" << report.result.tried.size()
               << " trials); nothing to reduce. Report: "
               << (fs::path(opt.out_dir) / "report.md").string() << "\n";

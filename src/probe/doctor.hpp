@@ -13,8 +13,11 @@
 
 namespace ddpbisect {
 
+enum class FindingStatus { Fail, Warn, Pass };  // in this order in the sorted findings
+const char* to_string(FindingStatus status);      // fail | warn | pass
+
 struct Finding {
-  std::string status;    // fail | warn | pass
+  FindingStatus status = FindingStatus::Pass;
   std::string check;     // sanity, versions.torch, clock, paths, master.port, comm.gloo, ...
   int node = -1;         // -1: not about one node
   bool differs = false;  // a difference between nodes

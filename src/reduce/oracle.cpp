@@ -17,7 +17,7 @@ json record_json(const TrialConfig& c, const RunRecord& r) {
   json j = {{"type", "trial"},
             {"key", c.canonical()},
             {"config", c.to_json()},
-            {"status", r.status},
+            {"status", to_string(r.status)},
             {"last_step", r.last_step},
             {"dir", r.dir},
             {"text", r.text.substr(0, 4000)}};
@@ -33,7 +33,7 @@ Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listen
     if (type == "header") salt_ = e.value("salt", uint64_t{0});
     if (type == "trial") {
       RunRecord r;
-      r.status = e.value("status", "");
+      r.status = parse_trial_status(e.value("status", "")).value_or(TrialStatus::Infra);
       if (e.contains("signature") && e["signature"].is_object())
         r.signature = Signature::from_json(e["signature"]);
       r.last_step = e.value("last_step", -1LL);
@@ -84,15 +84,13 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
     r.dir = o.dir;
     r.last_step = -1;
     for (const auto& rk : o.ranks) r.last_step = std::max(r.last_step, rk.last_step);
-    if (o.diagnosis.is_object() && o.diagnosis.value("failed", false)) {
-      r.signature = Signature::from_json(o.diagnosis["signature"]);
-      const auto& root = o.diagnosis["root_cause"];
-      r.text = root.value("message", "");
-      for (const auto& line : root.value("excerpt", json::array()))
-        r.text += "\n" + line.get<std::string>();
+    if (const Signature* failure = o.failure()) {
+      r.signature = *failure;
+      r.text = o.diagnosis->root.message;
+      for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
     }
-    if (o.status == "interrupted") throw std::runtime_error("interrupted");
-    if (o.status != "infra") break;
+    if (o.status == TrialStatus::Interrupted) throw std::runtime_error("interrupted");
+    if (o.status != TrialStatus::Infra) break;
   }
   return r;
 }
@@ -110,12 +108,18 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r) {
 
 void Oracle::count(const RunRecord& r) {
   ++stats_.trials;
-  if (r.status == "pass")
-    ++stats_.passed;
-  else if (r.status == "fail")
-    ++stats_.failed;
-  else
-    ++stats_.infra;
+  switch (r.status) {
+    case TrialStatus::Pass:
+      ++stats_.passed;
+      break;
+    case TrialStatus::Fail:
+      ++stats_.failed;
+      break;
+    case TrialStatus::Infra:
+    case TrialStatus::Interrupted:
+      ++stats_.infra;
+      break;
+  }
 }
 
 RunRecord Oracle::run(const TrialConfig& config) {
@@ -160,7 +164,7 @@ void Oracle::set_target(const Signature& target, double reproduction_rate) {
 }
 
 bool Oracle::matches(const RunRecord& r) const {
-  return r.status == "fail" && r.signature &&
+  return r.status == TrialStatus::Fail && r.signature &&
          same_failure(target_, *r.signature, opt_.level, opt_.regex, r.text);
 }
 

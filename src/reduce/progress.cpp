@@ -25,11 +25,11 @@ void Progress::phase(const std::string& text) {
 void Progress::trial(const TrialConfig& c, const RunRecord& r, bool interesting, int64_t trials) {
   std::string verdict = r.replayed ? "replayed " : "";
   verdict +=
-      r.status == "fail"
+      r.status == TrialStatus::Fail
           ? (interesting
                  ? "fail (target)"
                  : "fail (other: " + (r.signature ? r.signature->category : std::string("?")) + ")")
-          : r.status;
+          : to_string(r.status);
   last_ = "trial " + std::to_string(trials) + ": " + describe_config(c) + " -> " + verdict;
   if (!tty_ && !quiet_) std::fprintf(stderr, "  %s\n", last_.c_str());
   redraw();

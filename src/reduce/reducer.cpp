@@ -28,18 +28,22 @@ using nlohmann::json;
 
 namespace {
 
+struct Rate {
+  int runs = 1, failures = 1;  // the first failure counts
+  double rate() const { return static_cast<double>(failures) / runs; }
+};
+
 // Reruns the first failure: how often does the target reproduce? Stops early when all agree.
-double measure_rate(Oracle& oracle, const TrialConfig& config, int* runs, int* failures) {
-  *runs = 1;
-  *failures = 1;
+Rate measure_rate(Oracle& oracle, const TrialConfig& config) {
+  Rate m;
   for (int i = 0; i < 10 && !oracle.exhausted(); ++i) {
-    if (i >= 6 && *failures == *runs)
+    if (i >= 6 && m.failures == m.runs)
       break;  // 7 of 7: deterministic (a 50% flake passes this 0.8% of the time)
     RunRecord r = oracle.run(config);
-    ++*runs;
-    if (oracle.matches(r)) ++*failures;
+    ++m.runs;
+    if (oracle.matches(r)) ++m.failures;
   }
-  return static_cast<double>(*failures) / *runs;
+  return m;
 }
 
 }  // namespace
@@ -75,23 +79,22 @@ ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
   };
   try {
     progress.phase("escalate");
-    bool found = false;
-    Escalation esc = escalate(spec, oracle, &found, opt.target ? &*opt.target : nullptr);
+    Escalation esc = escalate(spec, oracle, opt.target ? &*opt.target : nullptr);
     result.tried = esc.tried;
     result.job = initial_config(spec, spec.stages.back());
-    if (!found) {
-      result.status = "not_reproduced";
+    if (!esc.found) {
+      result.status = ReductionStatus::NotReproduced;
       return finish();
     }
     progress.note("failure found on stage '" + esc.stage + "': " + esc.run.signature->to_string());
     oracle.set_target(*esc.run.signature, 1.0);
     progress.phase("measure reproduction");
-    int runs = 0, failures = 0;
-    double rate = measure_rate(oracle, esc.config, &runs, &failures);
+    const Rate measured = measure_rate(oracle, esc.config);
+    const double rate = measured.rate();
     oracle.set_target(*esc.run.signature, rate);
     if (rate < 1.0)
-      progress.note("flaky: the failure reproduced " + std::to_string(failures) + " of " +
-                    std::to_string(runs) + " times; each candidate gets up to " +
+      progress.note("flaky: the failure reproduced " + std::to_string(measured.failures) + " of " +
+                    std::to_string(measured.runs) + " times; each candidate gets up to " +
                     std::to_string(oracle.repeats()) + " trials");
     result.escalation_trials = oracle.stats().trials;
     result.stage = esc.stage;
@@ -135,7 +138,8 @@ ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
       result.debug_run = oracle.debug_run(state.best, result.debug_env);
     }
     if (const RunRecord* r = oracle.matching_run(state.best)) result.minimal_run = *r;
-    result.status = oracle.budget_hit() || oracle.exhausted() ? "budget_exhausted" : "reduced";
+    result.status = oracle.budget_hit() || oracle.exhausted() ? ReductionStatus::BudgetExhausted
+                                                              : ReductionStatus::Reduced;
     return finish();
   } catch (const std::runtime_error& e) {
     progress.done();

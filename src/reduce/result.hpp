@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "diagnose/diagnosis.hpp"
+#include "observe/outcome.hpp"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
 
 // One trial's answer as the reducer sees it.
 struct RunRecord {
-  std::string status;  // pass | fail | infra
+  TrialStatus status = TrialStatus::Infra;  // pass, fail or infra; never interrupted
   std::optional<Signature> signature;
   std::string text;  // root-cause message and excerpt, for match.regex
   long long last_step = -1;
@@ -36,8 +37,15 @@ struct TraceEntry {
   TrialConfig config;
 };
 
+enum class ReductionStatus {
+  Reduced,          // a minimal configuration, confirmed
+  BudgetExhausted,  // the smallest failing configuration found before the budget ran out
+  NotReproduced,    // no stage failed: nothing to reduce
+};
+const char* to_string(ReductionStatus status);  // reduced | budget_exhausted | not_reproduced
+
 struct ReductionResult {
-  std::string status;  // reduced | budget_exhausted | not_reproduced
+  ReductionStatus status = ReductionStatus::NotReproduced;
   std::string strategy;
   std::string stage;     // where the failure was found
   TrialConfig job;       // the full job: the last stage, nothing reduced

@@ -20,22 +20,22 @@ using nlohmann::json;
 const std::vector<ReportFile>& report_files() {
   using W = ReportFile::When;
   static const std::vector<ReportFile> files = {
-      {"repro/repro.yaml", W::kReproduced, false, render_repro_yaml},
-      {"repro/config.json", W::kReproduced, false, render_rank_config},
-      {"repro/run.sh", W::kReproduced, true, render_run_sh},
-      {"repro/repro.py", W::kReproducedBuiltin, true, render_repro_py},
-      {"report.md", W::kAlways, false, report_markdown},
-      {"report.html", W::kAlways, false, report_html},
-      {"report.json", W::kAlways, false, render_report_json},
+      {"repro/repro.yaml", W::Reproduced, false, render_repro_yaml},
+      {"repro/config.json", W::Reproduced, false, render_rank_config},
+      {"repro/run.sh", W::Reproduced, true, render_run_sh},
+      {"repro/repro.py", W::ReproducedBuiltin, true, render_repro_py},
+      {"report.md", W::Always, false, report_markdown},
+      {"report.html", W::Always, false, report_html},
+      {"report.json", W::Always, false, render_report_json},
   };
   return files;
 }
 
 void write_reports(const ReportInputs& in) {
-  const bool reproduced = in.result.status != "not_reproduced";
+  const bool reproduced = in.result.status != ReductionStatus::NotReproduced;
   for (const ReportFile& f : report_files()) {
-    if (f.when != ReportFile::When::kAlways && !reproduced) continue;
-    if (f.when == ReportFile::When::kReproducedBuiltin && !in.spec->builtin) continue;
+    if (f.when != ReportFile::When::Always && !reproduced) continue;
+    if (f.when == ReportFile::When::ReproducedBuiltin && !in.spec->builtin) continue;
     const fs::path path = fs::path(in.out_dir) / f.path;
     fs::create_directories(path.parent_path());
     // Written whole, then renamed: a reader never sees half a file.
@@ -83,7 +83,7 @@ std::string summary_text(const ReportInputs& in) {
   const ReductionResult& r = in.result;
   std::ostringstream os;
   const auto& st = r.stats;
-  os << (r.status == "budget_exhausted"
+  os << (r.status == ReductionStatus::BudgetExhausted
              ? "ddpbisect: budget spent; the smallest failing configuration so far:\n"
              : "ddpbisect: minimal failing configuration found\n");
   os << "  failure:   " << r.target.to_string() << "\n";

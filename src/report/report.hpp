@@ -22,7 +22,7 @@ struct ReportInputs {
 using Renderer = std::string (*)(const ReportInputs&);
 
 struct ReportFile {
-  enum class When { kAlways, kReproduced, kReproducedBuiltin };
+  enum class When { Always, Reproduced, ReproducedBuiltin };
   const char* path;  // under the output folder
   When when;
   bool executable;

@@ -162,15 +162,16 @@ void reduction_trace(std::ostringstream& h, const ReportInputs& in) {
     json e = json::parse(line, nullptr, false);
     if (e.is_discarded() || e.value("type", "") != "trial") continue;
     ++n;
-    std::string status = e.value("status", "");
+    const std::string status = e.value("status", "");
+    const auto typed = parse_trial_status(status);
     std::string colour = "#188038", what = "passed";
-    if (status == "fail") {
+    if (typed == TrialStatus::Fail) {
       bool target =
           e["signature"].is_object() &&
           same_failure(r.target, Signature::from_json(e["signature"]), in.spec->match.level);
       colour = target ? "#d93025" : "#f29900";
       what = target ? "the target failure" : "a different failure";
-    } else if (status != "pass") {
+    } else if (typed != TrialStatus::Pass) {
       colour = "#80868b";
       what = status;
     }
@@ -222,10 +223,10 @@ std::string report_html(const ReportInputs& in) {
   h << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ddpbisect: "
     << markup_escape(in.spec->name) << "</title><style>" << kStyle << "</style></head><body>\n";
   h << "<h1>ddpbisect report: " << markup_escape(in.spec->name) << "</h1>\n<p>Spec <code>"
-    << markup_escape(in.spec->file) << "</code>; status <b id=\"status\">" << markup_escape(r.status)
+    << markup_escape(in.spec->file) << "</code>; status <b id=\"status\">" << to_string(r.status)
     << "</b>; " << st.trials << " trials (" << st.cached << " from the cache) in "
     << num(r.elapsed_s, 0) << " s.</p>\n";
-  if (r.status == "not_reproduced") {
+  if (r.status == ReductionStatus::NotReproduced) {
     h << "<p>No stage failed, so there was nothing to reduce.</p>\n<table><tr><th>configuration</"
          "th><th>status</th></tr>\n";
     for (const auto& [c, status] : r.tried)
@@ -244,7 +245,8 @@ std::string report_html(const ReportInputs& in) {
       << "</td><td>" << markup_escape(row.minimal) << "</td></tr>\n";
   h << "</table>\n<h2>Reproduce</h2>\n<pre>ddpbisect check " << markup_escape(in.out_dir)
     << "/repro/repro.yaml --expect fail\nbash " << markup_escape(in.out_dir) << "/repro/run.sh"
-    << (in.spec->builtin ? "\n/usr/bin/python3 " + markup_escape(in.out_dir) + "/repro/repro.py" : "")
+    << (in.spec->builtin ? "\n/usr/bin/python3 " + markup_escape(in.out_dir) + "/repro/repro.py"
+                         : "")
     << "</pre>\n";
   json first = read_json(r.first_run.dir + "/outcome.json");
   json minimal = read_json(r.minimal_run.dir + "/outcome.json");

@@ -13,7 +13,7 @@ json report_json(const ReportInputs& in) {
   const auto& st = r.stats;
   json j;
   j["version"] = 1;
-  j["status"] = r.status;
+  j["status"] = to_string(r.status);
   j["spec"] = in.spec->file;
   j["strategy"] = r.strategy;
   j["job"] = config_json(r.job, in.spec->stages.back().name);
@@ -31,7 +31,7 @@ json report_json(const ReportInputs& in) {
                  {"escalation", r.escalation_trials}};
   j["elapsed_s"] = r.elapsed_s;
   j["environment"] = in.environment;
-  if (r.status == "not_reproduced") {
+  if (r.status == ReductionStatus::NotReproduced) {
     j["signature"] = nullptr;
     j["original"] = nullptr;
     j["minimal"] = nullptr;
@@ -61,7 +61,7 @@ json report_json(const ReportInputs& in) {
     j["debug_rerun"] = {
         {"env", r.debug_env},
         {"dir", r.debug_run->dir},
-        {"status", r.debug_run->status},
+        {"status", to_string(r.debug_run->status)},
         {"signature", r.debug_run->signature ? r.debug_run->signature->to_json() : json(nullptr)},
         {"same_failure", r.debug_run->signature.has_value() &&
                              same_failure(r.target, *r.debug_run->signature, "loose")},

@@ -44,7 +44,7 @@ std::string report_markdown(const ReportInputs& in) {
   std::ostringstream md;
   const auto& st = r.stats;
   md << "# ddpbisect report: " << in.spec->name << "\n\n";
-  if (r.status == "not_reproduced") {
+  if (r.status == ReductionStatus::NotReproduced) {
     md << "No stage of `" << in.spec->file << "` failed (" << r.tried.size()
        << " trials), so there was nothing to reduce.\n\n";
     md << "| configuration | status |\n|---|---|\n";
@@ -53,8 +53,8 @@ std::string report_markdown(const ReportInputs& in) {
     return md.str();
   }
   md << "**Root cause:** " << cell(r.target.to_string()) << "  \n";
-  md << "**Status:** " << r.status << "; reproduced " << r.confirm_failures << "/" << r.confirm_runs
-     << " times; " << st.trials << " trials in " << std::lround(r.elapsed_s) << " s\n\n";
+  md << "**Status:** " << to_string(r.status) << "; reproduced " << r.confirm_failures << "/"
+     << r.confirm_runs << " times; " << st.trials << " trials in " << std::lround(r.elapsed_s) << " s\n\n";
   md << "| | original (stage `" << r.stage << "`) | minimal |\n|---|---|---|\n";
   for (const auto& row : comparison_rows(r))
     md << "| " << row.what << " | " << cell(row.original) << " | " << cell(row.minimal) << " |\n";
@@ -85,7 +85,7 @@ std::string report_markdown(const ReportInputs& in) {
   if (r.debug_run) {
     md << "\n## Debug rerun\n\nThe minimal configuration once more with";
     for (const auto& [k, v] : r.debug_env) md << " `" << k << "=" << v << "`";
-    md << ": " << r.debug_run->status << ", "
+    md << ": " << to_string(r.debug_run->status) << ", "
        << (r.debug_run->signature ? cell(r.debug_run->signature->to_string()) : "no failure")
        << " (`" << r.debug_run->dir << "`).\n\n```\n"
        << redact_value("", r.debug_run->text.substr(0, 4000)) << "\n```\n";
