@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/interrupt.hpp"
 #include "diagnose/diagnosis.hpp"
-#include "launch/process.hpp"
 #include "observe/trial_runner.hpp"
 #include "report/junit.hpp"
 #include "spec/loader.hpp"
@@ -28,6 +28,7 @@ int check(const CheckOptions& o) {
   int bad = 0, good = 0, skip = 0;
   std::vector<JUnitCase> cases;
   for (int i = 0; i < o.repeats; ++i) {
+    if (int sig = interrupt_signal()) return 128 + sig;
     TrialRequest req{&spec, *trial, next_trial_dir(root), {}};
     TrialOutcome out = run_trial(req);
     if (out.status == TrialStatus::Interrupted) return 128 + out.interrupt_signal;

@@ -3,6 +3,8 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/interrupt.hpp"
+#include "common/signals.hpp"
 #include "probe/doctor.hpp"
 
 namespace ddpbisect::cli {
@@ -25,6 +27,10 @@ int doctor(const DoctorCliOptions& o) {
     std::cerr << "ddpbisect doctor: checking " << spec.file << " (launcher " << spec.launcher.kind
               << ")...\n";
   DoctorResult res = run_doctor(spec, opt);
+  if (int sig = interrupt_signal()) {
+    std::cerr << "ddpbisect doctor: interrupted by " << signal_name(sig) << "\n";
+    return 128 + sig;
+  }
   int fails = 0, warns = 0, passes = 0;
   for (const auto& f : res.findings)
     (f.status == FindingStatus::Fail ? fails : f.status == FindingStatus::Warn ? warns : passes)++;

@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/interrupt.hpp"
 #include "diagnose/diagnosis.hpp"
-#include "launch/process.hpp"
 #include "probe/environment.hpp"
 #include "reduce/reducer.hpp"
 #include "report/report.hpp"
@@ -107,11 +107,10 @@ int reduce(const ReduceCliOptions& o) {
   report.out_dir = opt.out_dir;
   try {
     report.result = run_reduction(spec, opt);
-  } catch (const std::runtime_error& e) {
-    if (std::string(e.what()) != "interrupted") throw;
-    std::cerr << "ddpbisect: interrupted; every rank was stopped. Continue with: ddpbisect "
+  } catch (const Interrupted& e) {
+    std::cerr << "ddpbisect: " << e.what() << "; every rank was stopped. Continue with: ddpbisect "
               << spec.file << " --out " << opt.out_dir << " --resume\n";
-    return 128 + pending_termination_signal();
+    return e.exit_code();
   }
   report.environment = environment.get();
   write_reports(report);

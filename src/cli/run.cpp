@@ -3,7 +3,6 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
-#include "launch/process.hpp"
 #include "observe/trial_runner.hpp"
 #include "spec/loader.hpp"
 

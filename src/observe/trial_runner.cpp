@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/interrupt.hpp"
 #include "common/signals.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
@@ -76,7 +77,6 @@ std::string next_trial_dir(const std::string& root) {
 }
 
 TrialOutcome run_trial(const TrialRequest& req) {
-  install_driver_signal_handlers();
   const Spec& spec = *req.spec;
   TrialOutcome out;
   out.dir = req.dir;
@@ -242,7 +242,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
           hang.on_cpu(i, process_cpu_seconds(ranks[static_cast<size_t>(i)].rec.pid), t);
       next_cpu_sample = t + 0.25;
     }
-    if (int sig = pending_termination_signal(); sig && stop_kind != "interrupt") {
+    if (int sig = interrupt_signal(); sig && stop_kind != "interrupt") {
       stop_kind = "interrupt";
       kill_alive("interrupt");
     }
@@ -315,7 +315,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
   for (const auto& r : out.ranks) all_ok = all_ok && r.exit_code == 0 && r.signal == 0;
   if (stop_kind == "interrupt") {
     out.status = TrialStatus::Interrupted;
-    out.interrupt_signal = pending_termination_signal();
+    out.interrupt_signal = interrupt_signal();
     out.reason = "interrupted by " + std::string(signal_name(out.interrupt_signal));
   } else if (!start_error.empty()) {
     out.status = TrialStatus::Infra;

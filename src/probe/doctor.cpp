@@ -578,7 +578,6 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
     for (const auto& s : spec.stages)
       if (!stage || s.world_size() > stage->world_size()) stage = &s;
   fs::create_directories(opt.out_dir);
-  install_driver_signal_handlers();
 
   // 1. One process, the cheap variant of the first stage.
   if (opt.sanity) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/interrupt.hpp"
 #include "common/redact.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
@@ -69,7 +70,9 @@ json collect_environment(const std::string& python) {
 
   ProcessSpec probe{{python, "-c", versions_probe_script()}, env, ""};
   std::string out;
-  int rc = run_capture(probe, 60, out);
+  // Ctrl-C ends the probe at once: a stopped reduction does not wait for torch to import.
+  const auto interrupted = [] { return interrupt_signal() != 0; };
+  int rc = run_capture(probe, 60, out, 1 << 20, interrupted);
   json py = last_json_line(out);
   j["python_probe"] = python;
   for (const char* k : {"python", "torch", "cuda", "cudnn", "nccl", "gpus", "gloo"})
@@ -84,7 +87,7 @@ json collect_environment(const std::string& python) {
   j["gpu_driver"] = nullptr;
   std::string smi_out;
   ProcessSpec smi{{"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"}, env, ""};
-  if (run_capture(smi, 20, smi_out) == 0 && !trim(smi_out).empty())
+  if (run_capture(smi, 20, smi_out, 1 << 20, interrupted) == 0 && !trim(smi_out).empty())
     j["gpu_driver"] = std::string(trim(split(smi_out, '\n')[0]));
 
   json vars = json::object();

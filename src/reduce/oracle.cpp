@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <functional>
-#include <mutex>
+#include <future>
 #include <random>
-#include <thread>
 
+#include "common/interrupt.hpp"
 #include "observe/trial_runner.hpp"
 
 namespace ddpbisect {
@@ -73,6 +73,7 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
   RunRecord r;
   for (int attempt = 0; attempt < 3;
        ++attempt) {  // infra is retried, never counted as pass or fail
+    throw_if_interrupted();  // never start a trial after Ctrl-C
     TrialRequest req;
     req.spec = &spec_;
     req.config = config;
@@ -89,7 +90,7 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
       r.text = o.diagnosis->root.message;
       for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
     }
-    if (o.status == TrialStatus::Interrupted) throw std::runtime_error("interrupted");
+    if (o.status == TrialStatus::Interrupted) throw Interrupted(o.interrupt_signal);
     if (o.status != TrialStatus::Infra) break;
   }
   return r;
@@ -216,18 +217,26 @@ std::vector<bool> Oracle::interesting_batch(const std::vector<TrialConfig>& conf
       bool known = !runs_[key].empty() || (replay_.count(key) && !replay_[key].empty());
       if (!known && !exhausted()) fresh.push_back(i);
     }
-    std::vector<RunRecord> results(fresh.size());
-    std::vector<std::thread> threads;
-    for (size_t k = 0; k < fresh.size(); ++k) {
-      size_t attempt = runs_[configs[fresh[k]].canonical()].size();  // on this thread: no races
-      threads.emplace_back(
-          [&, k, attempt] { results[k] = fresh_trial(configs[fresh[k]], attempt); });
+    std::vector<std::future<RunRecord>> running;
+    for (size_t i : fresh) {
+      size_t attempt = runs_[configs[i].canonical()].size();  // on this thread: no races
+      running.push_back(std::async(std::launch::async, [this, &configs, i, attempt] {
+        return fresh_trial(configs[i], attempt);
+      }));
     }
-    for (auto& t : threads) t.join();
+    // Every trial of the batch ends (an interrupt stops them all at once); the finished ones are
+    // recorded before the interrupt goes on, so that --resume replays them.
+    std::optional<Interrupted> interrupted;
     for (size_t k = 0; k < fresh.size(); ++k) {
-      record(configs[fresh[k]], results[k]);
-      if (listener_) listener_(configs[fresh[k]], results[k], matches(results[k]));
+      try {
+        RunRecord r = running[k].get();
+        record(configs[fresh[k]], r);
+        if (listener_) listener_(configs[fresh[k]], r, matches(r));
+      } catch (const Interrupted& e) {
+        interrupted = e;
+      }
     }
+    if (interrupted) throw *interrupted;
     for (size_t i = begin; i < end; ++i)
       if ((out[i] = interesting(configs[i]))) return out;
   }

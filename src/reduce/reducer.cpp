@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "launch/process.hpp"
+#include "common/interrupt.hpp"
 #include "reduce/escalate.hpp"
 #include "reduce/journal.hpp"
 #include "reduce/oracle.hpp"
@@ -49,7 +49,6 @@ Rate measure_rate(Oracle& oracle, const TrialConfig& config) {
 }  // namespace
 
 ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
-  install_driver_signal_handlers();
   const fs::path out(opt.out_dir);
   Journal journal((out / "journal.jsonl").string(), opt.resume);
   Progress progress(opt.quiet);
@@ -70,6 +69,7 @@ ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
   ReductionResult result;
   result.strategy = opt.strategy;
   auto finish = [&] {
+    throw_if_interrupted();  // a signal after the last trial still stops the run, resumably
     progress.done();
     result.stats = oracle.stats();
     result.elapsed_s = oracle.elapsed_s();
@@ -141,10 +141,9 @@ ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
     result.status = oracle.budget_hit() || oracle.exhausted() ? ReductionStatus::BudgetExhausted
                                                               : ReductionStatus::Reduced;
     return finish();
-  } catch (const std::runtime_error& e) {
+  } catch (const Interrupted&) {
     progress.done();
-    if (std::string(e.what()) == "interrupted")
-      journal.append({{"type", "elapsed"}, {"elapsed_s", oracle.elapsed_s()}});
+    journal.append({{"type", "elapsed"}, {"elapsed_s", oracle.elapsed_s()}});
     throw;
   }
 }

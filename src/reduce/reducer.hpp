@@ -32,7 +32,8 @@ struct ReductionOptions {
 std::map<std::string, std::string> debug_variables(const Spec& spec, const std::string& category);
 
 // Runs the reduction in options.out_dir (journal.jsonl, trials/). With options.resume, the
-// journal's finished trials are replayed instead of rerun.
+// journal's finished trials are replayed instead of rerun. Throws Interrupted (after every rank
+// was stopped and the journal closed) when SIGINT or SIGTERM arrived.
 ReductionResult run_reduction(const Spec& spec, const ReductionOptions& options);
 
 }  // namespace ddpbisect
