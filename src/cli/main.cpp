@@ -10,6 +10,7 @@
 #include "common/interrupt.hpp"
 #include "common/version.hpp"
 #include "launch/process.hpp"
+#include "spec/passes.hpp"
 
 using namespace ddpbisect;
 
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
                    "continue the reduction in --out without rerunning finished trials");
   reduce->add_option("--jobs,-j", rdo.jobs, "candidates tested concurrently")
       ->check(CLI::Range(1, 256));
-  reduce->add_option("--strategy", rdo.strategy, "default, or ddmin (the textbook baseline)");
+  reduce->add_option("--strategy", rdo.strategy, strategy_help());
   reduce->add_option("--max-trials", rdo.max_trials, "trial budget")->check(CLI::PositiveNumber);
   reduce->add_option("--max-time", rdo.max_time, "time budget (90s, 5m, 2h)");
   reduce->add_option("--confirm", rdo.confirm, "reruns of the minimum (default 3, 10 when flaky)")

@@ -7,11 +7,13 @@
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
 #include "common/interrupt.hpp"
+#include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "probe/environment.hpp"
 #include "reduce/reducer.hpp"
 #include "report/report.hpp"
 #include "spec/loader.hpp"
+#include "spec/passes.hpp"
 
 namespace fs = std::filesystem;
 
@@ -77,9 +79,9 @@ int reduce(const ReduceCliOptions& o) {
   opt.resume = o.resume;
   opt.jobs = static_cast<int>(o.jobs > 0 ? o.jobs : spec.reduce.jobs);
   opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
-  if (opt.strategy != "default" && opt.strategy != "ddmin") {
-    std::cerr << "ddpbisect: --strategy: expected default or ddmin, found '" << opt.strategy
-              << "'\n";
+  if (!is_strategy(opt.strategy)) {
+    std::cerr << "ddpbisect: --strategy: expected one of " << join(strategy_names(), ", ")
+              << ", found '" << opt.strategy << "'\n";
     return exit_code::kBadInput;
   }
   if (o.max_trials > 0) opt.max_trials = o.max_trials;
