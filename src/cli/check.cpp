@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/interrupt.hpp"
 #include "diagnose/diagnosis.hpp"
-#include "launch/process.hpp"
 #include "observe/trial_runner.hpp"
 #include "report/junit.hpp"
 #include "spec/loader.hpp"
@@ -28,25 +28,26 @@ int check(const CheckOptions& o) {
   int bad = 0, good = 0, skip = 0;
   std::vector<JUnitCase> cases;
   for (int i = 0; i < o.repeats; ++i) {
+    if (int sig = interrupt_signal()) return 128 + sig;
     TrialRequest req{&spec, *trial, next_trial_dir(root), {}};
     TrialOutcome out = run_trial(req);
-    if (out.status == "interrupted") return 128 + pending_termination_signal();
+    if (out.status == TrialStatus::Interrupted) return 128 + out.interrupt_signal;
     std::string verdict;
-    if (out.status == "pass") {
+    const Signature* sig = out.failure();
+    if (out.status == TrialStatus::Pass) {
       ++good;
       verdict = "good: it passed";
-    } else if (out.status == "fail" && out.diagnosis.value("failed", false)) {
-      Signature sig = Signature::from_json(out.diagnosis["signature"]);
-      if (matches_pinned(m.signature_category, m.signature_exception, m.signature_frame, sig)) {
+    } else if (out.status == TrialStatus::Fail && sig) {
+      if (matches_pinned(m.signature_category, m.signature_exception, m.signature_frame, *sig)) {
         ++bad;
-        verdict = "bad: the failure reproduced: " + sig.to_string();
+        verdict = "bad: the failure reproduced: " + sig->to_string();
       } else {
         ++skip;
-        verdict = "skip: a different failure: " + sig.to_string();
+        verdict = "skip: a different failure: " + sig->to_string();
       }
     } else {
       ++skip;
-      verdict = "skip: " + out.status + ": " + out.reason;
+      verdict = "skip: " + std::string(to_string(out.status)) + ": " + out.reason;
     }
     std::cout << "run " << i + 1 << "/" << o.repeats << ": " << verdict << " (" << out.dir << ")\n";
     JUnitCase c;

@@ -3,6 +3,8 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/interrupt.hpp"
+#include "common/signals.hpp"
 #include "probe/doctor.hpp"
 
 namespace ddpbisect::cli {
@@ -25,9 +27,13 @@ int doctor(const DoctorCliOptions& o) {
     std::cerr << "ddpbisect doctor: checking " << spec.file << " (launcher " << spec.launcher.kind
               << ")...\n";
   DoctorResult res = run_doctor(spec, opt);
+  if (int sig = interrupt_signal()) {
+    std::cerr << "ddpbisect doctor: interrupted by " << signal_name(sig) << "\n";
+    return 128 + sig;
+  }
   int fails = 0, warns = 0, passes = 0;
   for (const auto& f : res.findings)
-    (f.status == "fail" ? fails : f.status == "warn" ? warns : passes)++;
+    (f.status == FindingStatus::Fail ? fails : f.status == FindingStatus::Warn ? warns : passes)++;
   if (o.json) {
     nlohmann::json findings = nlohmann::json::array();
     for (const auto& f : res.findings) findings.push_back(f.to_json());
@@ -39,9 +45,11 @@ int doctor(const DoctorCliOptions& o) {
     std::cout << j.dump(2) << "\n";
   } else {
     for (const auto& f : res.findings) {
-      std::string tag = f.status == "fail" ? "FAIL" : f.status == "warn" ? "WARN" : "PASS";
+      std::string tag = to_string(f.status);
+      for (auto& ch : tag) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
       std::cout << tag << "  " << f.check << ": " << f.message << "\n";
-      if (!f.fix.empty() && f.status != "pass") std::cout << "      fix: " << f.fix << "\n";
+      if (!f.fix.empty() && f.status != FindingStatus::Pass)
+        std::cout << "      fix: " << f.fix << "\n";
     }
     if (res.comm.contains("gloo") && !res.comm["gloo"].value("table", "").empty())
       std::cout << "\n" << res.comm["gloo"]["table"].get<std::string>();

@@ -1,13 +1,30 @@
 // ddpbisect's entry point: parses the command line (CLI11) and dispatches to one subcommand.
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <set>
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/interrupt.hpp"
 #include "common/version.hpp"
+#include "launch/process.hpp"
+#include "spec/passes.hpp"
 
 using namespace ddpbisect;
+
+namespace {
+// Once, before the first trial of a command that runs trials: Ctrl-C and SIGTERM become a flag
+// that trials poll (common/interrupt.hpp), orphaned descendants of ranks are reparented to us so
+// that the token sweep can reap them, and a closed pipe is an error return, not our death.
+// Commands that only read (validate, config, explain) keep the default: Ctrl-C ends them.
+void prepare_driver_process() {
+  install_interrupt_handlers();
+  become_child_subreaper();
+  signal(SIGPIPE, SIG_IGN);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   // `ddpbisect SPEC` is `ddpbisect reduce SPEC`.
@@ -39,7 +56,7 @@ int main(int argc, char** argv) {
                    "continue the reduction in --out without rerunning finished trials");
   reduce->add_option("--jobs,-j", rdo.jobs, "candidates tested concurrently")
       ->check(CLI::Range(1, 256));
-  reduce->add_option("--strategy", rdo.strategy, "default, or ddmin (the textbook baseline)");
+  reduce->add_option("--strategy", rdo.strategy, strategy_help());
   reduce->add_option("--max-trials", rdo.max_trials, "trial budget")->check(CLI::PositiveNumber);
   reduce->add_option("--max-time", rdo.max_time, "time budget (90s, 5m, 2h)");
   reduce->add_option("--confirm", rdo.confirm, "reruns of the minimum (default 3, 10 when flaky)")
@@ -120,6 +137,7 @@ int main(int argc, char** argv) {
     return exit_code::kBadInput;
   }
 
+  if (*reduce || *run || *check || *doctor) prepare_driver_process();
   try {
     if (*validate) return cli::validate(vo);
     if (*config) return cli::config(co);

@@ -1,13 +1,74 @@
-// `ddpbisect [reduce] SPEC`: escalate, reduce, confirm, report.
+// `ddpbisect [reduce] SPEC`: prepare the output folder, run the reduction beside the environment
+// probe, hand the result to the report writers, print the summary.
+#include <filesystem>
+#include <future>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
+#include "common/interrupt.hpp"
+#include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
+#include "probe/environment.hpp"
 #include "reduce/reducer.hpp"
+#include "report/report.hpp"
 #include "spec/loader.hpp"
+#include "spec/passes.hpp"
+
+namespace fs = std::filesystem;
 
 namespace ddpbisect::cli {
+
+namespace {
+
+// The output folder: never overwritten; with --resume it must hold a journal. Prints what is
+// wrong and returns false.
+bool prepare_out_dir(const ReductionOptions& opt) {
+  const fs::path out(opt.out_dir);
+  std::error_code ec;
+  const fs::path journal_path = out / "journal.jsonl";
+  if (opt.resume) {
+    if (!fs::exists(journal_path, ec)) {
+      std::cerr << "ddpbisect: --resume: " << journal_path.string()
+                << " does not exist; nothing to resume (drop --resume to start)\n";
+      return false;
+    }
+  } else if (fs::exists(out, ec) && !fs::is_empty(out, ec)) {
+    std::cerr << "ddpbisect: the output folder " << out.string()
+              << " already holds files; it is never overwritten. Continue that reduction with "
+                 "--resume, or choose another folder with --out DIR\n";
+    return false;
+  }
+  fs::create_directories(out, ec);
+  if (ec) {
+    std::cerr << "ddpbisect: cannot create " << out.string() << ": " << ec.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+// --from-logs: the failure diagnosed from the user's own logs; nullopt after printing why not.
+std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptions& o) {
+  DiagnosisInput in;
+  in.library_patterns = spec.match.ignore_frames;
+  std::string err = inputs_from_paths({o.from_logs}, in);
+  if (!err.empty()) {
+    std::cerr << "ddpbisect: --from-logs: " << err << "\n";
+    return std::nullopt;
+  }
+  Diagnosis d = diagnose(in);
+  if (!d.failed) {
+    std::cerr << "ddpbisect: --from-logs: no failure found in " << o.from_logs << " ("
+              << in.logs.size() + in.error_files.size() << " log file(s))\n";
+    return std::nullopt;
+  }
+  if (!o.quiet)
+    std::cerr << "ddpbisect: chasing the failure from " << o.from_logs << ": "
+              << d.signature.to_string() << "\n";
+  return d.signature;
+}
+
+}  // namespace
 
 int reduce(const ReduceCliOptions& o) {
   auto loaded = load_spec_or_report(o.spec);
@@ -18,9 +79,9 @@ int reduce(const ReduceCliOptions& o) {
   opt.resume = o.resume;
   opt.jobs = static_cast<int>(o.jobs > 0 ? o.jobs : spec.reduce.jobs);
   opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
-  if (opt.strategy != "default" && opt.strategy != "ddmin") {
-    std::cerr << "ddpbisect: --strategy: expected default or ddmin, found '" << opt.strategy
-              << "'\n";
+  if (!is_strategy(opt.strategy)) {
+    std::cerr << "ddpbisect: --strategy: expected one of " << join(strategy_names(), ", ")
+              << ", found '" << opt.strategy << "'\n";
     return exit_code::kBadInput;
   }
   if (o.max_trials > 0) opt.max_trials = o.max_trials;
@@ -36,25 +97,33 @@ int reduce(const ReduceCliOptions& o) {
   opt.confirm_runs = o.confirm;
   opt.quiet = o.quiet;
   if (!o.from_logs.empty()) {
-    DiagnosisInput in;
-    in.library_patterns = spec.match.ignore_frames;
-    std::string err = inputs_from_paths({o.from_logs}, in);
-    if (!err.empty()) {
-      std::cerr << "ddpbisect: --from-logs: " << err << "\n";
-      return exit_code::kBadInput;
-    }
-    Diagnosis d = diagnose(in);
-    if (!d.failed) {
-      std::cerr << "ddpbisect: --from-logs: no failure found in " << o.from_logs << " ("
-                << in.logs.size() + in.error_files.size() << " log file(s))\n";
-      return exit_code::kBadInput;
-    }
-    opt.target = d.signature;
-    if (!o.quiet)
-      std::cerr << "ddpbisect: chasing the failure from " << o.from_logs << ": "
-                << d.signature.to_string() << "\n";
+    opt.target = target_from_logs(spec, o);
+    if (!opt.target) return exit_code::kBadInput;
   }
-  return run_reduction(spec, opt);
+  if (!prepare_out_dir(opt)) return exit_code::kBadInput;
+
+  // The environment probe (a Python interpreter importing torch) runs beside the trials.
+  auto environment = std::async(std::launch::async, collect_environment, workload_python(spec));
+  ReportInputs report;
+  report.spec = &spec;
+  report.out_dir = opt.out_dir;
+  try {
+    report.result = run_reduction(spec, opt);
+  } catch (const Interrupted& e) {
+    std::cerr << "ddpbisect: " << e.what() << "; every rank was stopped. Continue with: ddpbisect "
+              << spec.file << " --out " << opt.out_dir << " --resume\n";
+    return e.exit_code();
+  }
+  report.environment = environment.get();
+  write_reports(report);
+  if (report.result.status == ReductionStatus::NotReproduced) {
+    std::cout << "ddpbisect: no stage failed (" << report.result.tried.size()
+              << " trials); nothing to reduce. Report: "
+              << (fs::path(opt.out_dir) / "report.md").string() << "\n";
+    return exit_code::kNotReproduced;
+  }
+  std::cout << summary_text(report);
+  return exit_code::kOk;
 }
 
 }  // namespace ddpbisect::cli

@@ -3,7 +3,6 @@
 
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
-#include "launch/process.hpp"
 #include "observe/trial_runner.hpp"
 #include "spec/loader.hpp"
 
@@ -22,13 +21,13 @@ int run(const RunOptions& o) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     TrialRequest req{&spec, config, next_trial_dir(root), {}};
     outcome = run_trial(req);
-    if (!(outcome.status == "infra" && outcome.port_clash)) break;
+    if (!(outcome.status == TrialStatus::Infra && outcome.port_clash)) break;
     std::cerr << "ddpbisect run: " << outcome.reason << "; retrying on a new port\n";
   }
   if (o.json) {
     std::cout << outcome.to_json().dump(2) << "\n";
   } else {
-    std::cout << outcome.status << ": " << outcome.reason << " (" << config.world_size()
+    std::cout << to_string(outcome.status) << ": " << outcome.reason << " (" << config.world_size()
               << " ranks, " << outcome.duration_s << " s)\n";
     for (const auto& rk : outcome.ranks) {
       std::cout << "  rank " << rk.rank << " (node " << rk.node << "): ";
@@ -41,9 +40,16 @@ int run(const RunOptions& o) {
     }
     std::cout << "  outcome: " << outcome.dir << "/outcome.json\n";
   }
-  if (outcome.status == "pass") return exit_code::kGood;
-  if (outcome.status == "fail") return exit_code::kBad;
-  if (outcome.status == "interrupted") return 128 + pending_termination_signal();
+  switch (outcome.status) {
+    case TrialStatus::Pass:
+      return exit_code::kGood;
+    case TrialStatus::Fail:
+      return exit_code::kBad;
+    case TrialStatus::Interrupted:
+      return 128 + outcome.interrupt_signal;
+    case TrialStatus::Infra:
+      break;
+  }
   return exit_code::kSkip;
 }
 

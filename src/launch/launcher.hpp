@@ -45,11 +45,12 @@ class Launcher {
   }
 };
 
-// The launcher the spec asks for.
+// The launcher the spec asks for (launcher.cpp: the factory over spec/launchers.def).
 std::unique_ptr<Launcher> make_launcher(const LauncherSpec& spec);
-std::unique_ptr<Launcher> make_local_launcher(const LauncherSpec& spec);
-std::unique_ptr<Launcher> make_prefix_launcher(const LauncherSpec& spec);
-std::unique_ptr<Launcher> make_ssh_launcher(const LauncherSpec& spec);
-std::unique_ptr<Launcher> make_slurm_launcher(const LauncherSpec& spec);
+
+// One per row of spec/launchers.def, each defined in NAME_launcher.cpp.
+#define DDPBISECT_LAUNCHER(name, required, takes, runs_here, help) \
+  std::unique_ptr<Launcher> make_##name##_launcher(const LauncherSpec& spec);
+#include "spec/launchers.def"
 
 }  // namespace ddpbisect

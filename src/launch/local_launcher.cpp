@@ -1,7 +1,5 @@
 // The local launcher: every rank is a child process on this machine. "Nodes" are groups of ranks
 // with their own NODE_RANK and log folders, so multi-node behaviour can be exercised locally.
-#include <stdexcept>
-
 #include "launch/launcher.hpp"
 
 namespace ddpbisect {
@@ -25,13 +23,6 @@ class LocalLauncher : public Launcher {
 
 std::unique_ptr<Launcher> make_local_launcher(const LauncherSpec& spec) {
   return std::make_unique<LocalLauncher>(spec.master_addr);
-}
-
-std::unique_ptr<Launcher> make_launcher(const LauncherSpec& spec) {
-  if (spec.kind == "prefix") return make_prefix_launcher(spec);
-  if (spec.kind == "ssh") return make_ssh_launcher(spec);
-  if (spec.kind == "slurm") return make_slurm_launcher(spec);
-  return make_local_launcher(spec);
 }
 
 }  // namespace ddpbisect

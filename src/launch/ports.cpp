@@ -25,7 +25,7 @@ int pick_free_port(const std::string& addr) {
     }
     close(fd);
   }
-  static std::mt19937 rng{std::random_device{}()};
+  thread_local std::mt19937 rng{std::random_device{}()};  // trials pick ports concurrently
   return 20000 + static_cast<int>(rng() % 12000);  // below Linux's ephemeral range
 }
 

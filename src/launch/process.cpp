@@ -24,11 +24,6 @@ extern char** environ;
 namespace ddpbisect {
 
 namespace {
-std::atomic<int> g_termination{0};
-void on_terminate(int sig) {
-  g_termination.store(sig);
-}
-
 [[noreturn]] void child_fail(int report_fd, int err) {
   ssize_t ignored = write(report_fd, &err, sizeof err);
   (void)ignored;
@@ -135,7 +130,8 @@ std::map<std::string, std::string> current_environment() {
   return env;
 }
 
-int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output, size_t cap) {
+int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output, size_t cap,
+                const std::function<bool()>& stop) {
   Child child;
   std::string error = start_process(spec, child);
   if (!error.empty()) {
@@ -149,7 +145,7 @@ int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output, 
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
-    if (left <= 0) {
+    if (left <= 0 || (stop && stop())) {
       timed_out = true;
       break;
     }
@@ -250,21 +246,8 @@ int sweep_token(const std::string& token, int rounds) {
   return killed;
 }
 
-void install_driver_signal_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    struct sigaction sa {};
-    sa.sa_handler = on_terminate;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-  });
-}
-
-int pending_termination_signal() {
-  return g_termination.load();
+void become_child_subreaper() {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 
 double process_cpu_seconds(pid_t pid) {

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,9 +30,10 @@ std::string start_process(const ProcessSpec& spec, Child& child);
 
 // Runs a short helper command to completion and returns its exit status (128+signal when a
 // signal ended it, -1 when it could not start or ran past `timeout_s` and was killed); its
-// stdout and stderr together, at most `cap` bytes, go to `output`.
+// stdout and stderr together, at most `cap` bytes, go to `output`. When `stop` is given and
+// turns true, the helper is killed as at a timeout.
 int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output,
-                size_t cap = 1 << 20);
+                size_t cap = 1 << 20, const std::function<bool()>& stop = {});
 
 // 16 random hex digits (thread-safe): trial tokens.
 std::string random_token();
@@ -50,10 +52,9 @@ int sweep_token(const std::string& token, int rounds = 20);
 // Processes (pids) whose environment carries the token; read from /proc, not from bookkeeping.
 std::vector<pid_t> find_token(const std::string& token);
 
-// Makes the driver the reaper of orphaned descendants and installs SIGINT/SIGTERM handlers that
-// only set a flag (checked by observers). Idempotent.
-void install_driver_signal_handlers();
-int pending_termination_signal();  // 0, SIGINT or SIGTERM
+// Makes the driver the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so that the token
+// sweep can reap a rank's grandchildren. Called once by main, before any trial.
+void become_child_subreaper();
 
 // CPU time (user+system) of a process in seconds, or -1 when it is gone.
 double process_cpu_seconds(pid_t pid);

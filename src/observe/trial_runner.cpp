@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/interrupt.hpp"
 #include "common/signals.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
@@ -75,55 +76,7 @@ std::string next_trial_dir(const std::string& root) {
   }
 }
 
-nlohmann::json TrialOutcome::to_json() const {
-  using nlohmann::json;
-  json ranks_json = json::array();
-  for (const auto& r : ranks) {
-    json j = {{"rank", r.rank},
-              {"local_rank", r.local_rank},
-              {"node", r.node},
-              {"pid", r.pid},
-              {"argv", r.argv},
-              {"start_s", r.start_s},
-              {"end_s", r.end_s},
-              {"exit_code", r.signal ? json(nullptr) : json(r.exit_code)},
-              {"signal", r.signal ? json(signal_name(r.signal)) : json(nullptr)},
-              {"signal_number", r.signal},
-              {"killed_by", r.killed_by.empty() ? json(nullptr) : json(r.killed_by)},
-              {"last_step", r.last_step},
-              {"heartbeats", r.heartbeats},
-              {"last_progress_s", r.last_progress_s},
-              {"step_times_s", r.step_times},
-              {"stdout", r.stdout_path},
-              {"stderr", r.stderr_path},
-              {"bytes", r.bytes},
-              {"bytes_dropped", r.dropped}};
-    if (!r.stack.empty()) j["stack"] = r.stack;
-    ranks_json.push_back(j);
-  }
-  json j = {{"status", status},
-            {"reason", reason},
-            {"dir", dir},
-            {"config", config.to_json()},
-            {"master_addr", master_addr},
-            {"master_port", master_port},
-            {"token", token},
-            {"started_unix", started_unix},
-            {"duration_s", duration_s},
-            {"hang_threshold_s", hang_threshold_s},
-            {"hang_declared_s", hang_declared_s ? json(*hang_declared_s) : json(nullptr)},
-            {"first_failure_rank", first_failure_rank ? json(*first_failure_rank) : json(nullptr)},
-            {"port_clash", port_clash},
-            {"log_cap_hit", log_cap_hit},
-            {"launcher", launcher},
-            {"ranks", ranks_json}};
-  if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
-  if (!diagnosis.is_null()) j["diagnosis"] = diagnosis;
-  return j;
-}
-
 TrialOutcome run_trial(const TrialRequest& req) {
-  install_driver_signal_handlers();
   const Spec& spec = *req.spec;
   TrialOutcome out;
   out.dir = req.dir;
@@ -289,7 +242,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
           hang.on_cpu(i, process_cpu_seconds(ranks[static_cast<size_t>(i)].rec.pid), t);
       next_cpu_sample = t + 0.25;
     }
-    if (int sig = pending_termination_signal(); sig && stop_kind != "interrupt") {
+    if (int sig = interrupt_signal(); sig && stop_kind != "interrupt") {
       stop_kind = "interrupt";
       kill_alive("interrupt");
     }
@@ -361,27 +314,28 @@ TrialOutcome run_trial(const TrialRequest& req) {
   bool all_ok = start_error.empty();
   for (const auto& r : out.ranks) all_ok = all_ok && r.exit_code == 0 && r.signal == 0;
   if (stop_kind == "interrupt") {
-    out.status = "interrupted";
-    out.reason = "interrupted by " + std::string(signal_name(pending_termination_signal()));
+    out.status = TrialStatus::Interrupted;
+    out.interrupt_signal = interrupt_signal();
+    out.reason = "interrupted by " + std::string(signal_name(out.interrupt_signal));
   } else if (!start_error.empty()) {
-    out.status = "infra";
+    out.status = TrialStatus::Infra;
     out.reason = start_error;
   } else if (out.port_clash) {
-    out.status = "infra";
+    out.status = TrialStatus::Infra;
     out.reason =
         "MASTER_PORT " + std::to_string(out.master_port) + " was taken (address already in use)";
   } else if (stop_kind == "hang") {
-    out.status = "fail";
+    out.status = TrialStatus::Fail;
     out.reason = "hang: no rank made progress for " +
                  std::to_string(static_cast<int>(out.hang_threshold_s)) + " s";
   } else if (stop_kind == "timeout") {
-    out.status = "fail";
+    out.status = TrialStatus::Fail;
     out.reason = "trial timeout after " + format_duration(spec.limits.trial_timeout);
   } else if (all_ok) {
-    out.status = "pass";
+    out.status = TrialStatus::Pass;
     out.reason = "every rank exited 0";
   } else {
-    out.status = "fail";
+    out.status = TrialStatus::Fail;
     const RankRecord* first = nullptr;
     for (const auto& r : out.ranks)
       if (out.first_failure_rank && r.rank == *out.first_failure_rank) first = &r;
@@ -394,15 +348,15 @@ TrialOutcome run_trial(const TrialRequest& req) {
     else
       out.reason = "a rank failed";
   }
-  if (out.status == "fail") {
+  if (out.status == TrialStatus::Fail) {
     DiagnosisInput din = inputs_from_outcome(out.to_json());
     din.library_patterns = spec.match.ignore_frames;
-    Diagnosis d = diagnose(din);
-    out.diagnosis = d.to_json();
+    out.diagnosis = diagnose(din);
+    const Diagnosis& d = *out.diagnosis;
     // A failure whose root cause is the infrastructure (port in use, master unreachable) is not
     // the bug: it is retried, never counted.
     if (d.failed && d.root.category == "infra") {
-      out.status = "infra";
+      out.status = TrialStatus::Infra;
       out.reason = "infrastructure: " + d.root.message.substr(0, 200);
     } else if (d.failed) {
       out.reason = "rank " + std::to_string(d.root.rank) + ": " + d.signature.to_string();

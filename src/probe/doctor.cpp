@@ -17,15 +17,16 @@
 #include <set>
 #include <thread>
 
+#include "common/redact.hpp"
 #include "common/text.hpp"
+#include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
 #include "observe/trial_runner.hpp"
+#include "probe/environment.hpp"
 #include "probe/node_probe.hpp"
-#include "reduce/escalate.hpp"
-#include "report/environment.hpp"
 #include "spec/placeholders.hpp"
 #include "spec/trial_config.hpp"
 
@@ -35,24 +36,9 @@ namespace ddpbisect {
 
 using nlohmann::json;
 
-json Finding::to_json() const {
-  return {
-      {"status", status},   {"check", check},     {"node", node < 0 ? json(nullptr) : json(node)},
-      {"differs", differs}, {"message", message}, {"fix", fix}};
-}
-
 bool DoctorResult::failed() const {
   return std::any_of(findings.begin(), findings.end(),
-                     [](const Finding& f) { return f.status == "fail"; });
-}
-
-void sort_findings(std::vector<Finding>& findings) {
-  auto rank = [](const Finding& f) {
-    int s = f.status == "fail" ? 0 : f.status == "warn" ? 1 : 2;
-    return std::make_pair(f.differs ? 0 : 1, s);
-  };
-  std::stable_sort(findings.begin(), findings.end(),
-                   [&](const Finding& a, const Finding& b) { return rank(a) < rank(b); });
+                     [](const Finding& f) { return f.status == FindingStatus::Fail; });
 }
 
 namespace {
@@ -87,7 +73,7 @@ std::string node_list(const std::vector<int>& nodes) {
 // One value per node; the value most nodes share (node 0's on a tie) is the reference, and
 // every node that differs from it gets a finding.
 void compare(std::vector<Finding>& out, const std::vector<json>& reports, const std::string& key,
-             const std::string& what, const std::string& status, const std::string& fix) {
+             const std::string& what, FindingStatus status, const std::string& fix) {
   std::map<std::string, std::vector<int>> by_value;
   for (size_t i = 0; i < reports.size(); ++i)
     if (reports[i].is_object())
@@ -121,7 +107,7 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
   for (int i = 0; i < n; ++i) {
     const json& r = reports[static_cast<size_t>(i)];
     if (!r.is_object() || r.contains("probe_error")) {
-      out.push_back({"fail", "node.reach", i, false,
+      out.push_back({FindingStatus::Fail, "node.reach", i, false,
                      "the probe did not run on node " + std::to_string(i) + ": " +
                          (r.is_object() ? r.value("probe_error", "") : std::string("no output")),
                      "check that the launcher reaches this host and that Python runs there"});
@@ -130,7 +116,7 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
     }
     ok.push_back(r);
     if (r.contains("torch_error"))
-      out.push_back({"fail", "versions.torch", i, false,
+      out.push_back({FindingStatus::Fail, "versions.torch", i, false,
                      "torch cannot be imported on node " + std::to_string(i) + ": " +
                          r["torch_error"].get<std::string>(),
                      "install PyTorch for " +
@@ -143,12 +129,14 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
       "install the same version on every node (one container image, or "
       "pinned packages)";
   for (const char* k : {"python", "torch", "cuda", "cudnn", "nccl"})
-    compare(out, ok, k, k, "fail", same_fix);
-  compare(out, ok, "gpus", "GPUs", "fail", "give every node the same GPU model and count");
-  compare(out, ok, "gpu_driver", "GPU driver", "warn", "install the same GPU driver on every node");
+    compare(out, ok, k, k, FindingStatus::Fail, same_fix);
+  compare(out, ok, "gpus", "GPUs", FindingStatus::Fail,
+          "give every node the same GPU model and count");
+  compare(out, ok, "gpu_driver", "GPU driver", FindingStatus::Warn,
+          "install the same GPU driver on every node");
   if (out.size() == before && !ok.empty() && ok[0].is_object()) {
     const json& r = ok[0];
-    out.push_back({"pass", "versions", -1, false,
+    out.push_back({FindingStatus::Pass, "versions", -1, false,
                    "the same on all " + std::to_string(n) + " node(s): python " +
                        text_of(r["python"]) + ", torch " +
                        text_of(r.value("torch", json(nullptr))) + ", CUDA " +
@@ -163,7 +151,7 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
     if (!r.is_object() || stage.device != "cuda") continue;
     auto gpus = r.value("gpus", json::array()).size();
     if (static_cast<int64_t>(gpus) < stage.procs_per_node)
-      out.push_back({"fail", "gpus", i, false,
+      out.push_back({FindingStatus::Fail, "gpus", i, false,
                      "node " + std::to_string(i) + " has " + std::to_string(gpus) + " GPU(s) for " +
                          std::to_string(stage.procs_per_node) + " ranks",
                      "lower procs_per_node or check CUDA_VISIBLE_DEVICES on this host"});
@@ -184,25 +172,26 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
       std::snprintf(buf, sizeof buf,
                     "node %d's clock is %+.2f s from the driver's and %+.2f s from node 0's", i, d,
                     -to_master);
-      out.push_back({worst > 1.0 ? "fail" : "warn", "clock", i, true, buf,
+      out.push_back({worst > 1.0 ? FindingStatus::Fail : FindingStatus::Warn, "clock", i, true, buf,
                      "synchronize the clocks (chrony or systemd-timesyncd against one NTP "
                      "source); timestamps and timeouts across nodes depend on it"});
     }
   }
   if (!clock_bad)
-    out.push_back({"pass", "clock", -1, false, "clocks agree within 0.25 s on every node", ""});
+    out.push_back({FindingStatus::Pass, "clock", -1, false,
+                   "clocks agree within 0.25 s on every node", ""});
 
   // Memory and disk.
   for (int i = 0; i < n; ++i) {
     const json& r = ok[static_cast<size_t>(i)];
     if (!r.is_object()) continue;
     if (r["mem_available_bytes"].is_number() && r["mem_available_bytes"].get<double>() < (1 << 30))
-      out.push_back({"warn", "memory", i, false,
+      out.push_back({FindingStatus::Warn, "memory", i, false,
                      "node " + std::to_string(i) + " has " +
                          gib(r["mem_available_bytes"].get<double>()) + " of memory available",
                      "free memory or use fewer ranks per node"});
     if (r["disk_free_bytes"].is_number() && r["disk_free_bytes"].get<double>() < (1 << 30))
-      out.push_back({"warn", "disk", i, false,
+      out.push_back({FindingStatus::Warn, "disk", i, false,
                      "node " + std::to_string(i) + " has " +
                          gib(r["disk_free_bytes"].get<double>()) + " free in " +
                          r.value("cwd", "its working folder"),
@@ -230,7 +219,7 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
     }
     for (int i : missing) {
       paths_bad = true;
-      out.push_back({"fail", "paths", i, !present.empty(),
+      out.push_back({FindingStatus::Fail, "paths", i, !present.empty(),
                      p + " is missing on node " + std::to_string(i) +
                          (present.empty() ? "" : " (present on " + node_list(present) + ")"),
                      "copy or mount it there (a shared filesystem, or the same path on every "
@@ -238,14 +227,14 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
     }
     for (int i : unreadable) {
       paths_bad = true;
-      out.push_back({"fail", "paths", i, !present.empty(),
+      out.push_back({FindingStatus::Fail, "paths", i, !present.empty(),
                      p + " is not readable on node " + std::to_string(i),
                      "fix its permissions for the user the ranks run as"});
     }
   }
   if (!paths_bad)
     out.push_back(
-        {"pass", "paths", -1, false,
+        {FindingStatus::Pass, "paths", -1, false,
          std::to_string(paths.size()) + " data path(s) present and readable on every node", ""});
 
   // Variables that differ between nodes.
@@ -266,11 +255,11 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
     vars_differ = true;
     std::string msg = name + " differs:";
     for (const auto& [v, nodes] : by) msg += " " + node_list(nodes) + " = " + v + ";";
-    out.push_back({"warn", "variables", -1, true, msg,
+    out.push_back({FindingStatus::Warn, "variables", -1, true, msg,
                    "set NCCL_*/TORCH_*/GLOO_* the same way on every node"});
   }
   if (!vars_differ)
-    out.push_back({"pass", "variables", -1, false,
+    out.push_back({FindingStatus::Pass, "variables", -1, false,
                    std::to_string(names.size()) +
                        " NCCL_*/TORCH_*/GLOO_* variable(s), the same on every node",
                    ""});
@@ -281,23 +270,23 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
     int err = master.value("errno", 0);
     std::string host = master.value("hostname", "node 0");
     if (err == 98)
-      out.push_back({"fail", "master.port", 0, false,
+      out.push_back({FindingStatus::Fail, "master.port", 0, false,
                      "MASTER_PORT " + std::to_string(master_port) + " is taken on node 0 (" + host +
                          "): another process listens on " + where,
                      "choose another MASTER_PORT, or stop that process (ss -ltnp 'sport = :" +
                          std::to_string(master_port) + "')"});
     else if (err == 99)
-      out.push_back({"fail", "master.addr", 0, false,
+      out.push_back({FindingStatus::Fail, "master.addr", 0, false,
                      "MASTER_ADDR " + master_addr + " is not an address of node 0 (" + host +
                          "), so rank 0 cannot listen there and no node can reach it",
                      "set launcher.master_addr to an address of the first node that the others "
                      "can route to"});
     else
-      out.push_back({"fail", "master.addr", 0, false,
+      out.push_back({FindingStatus::Fail, "master.addr", 0, false,
                      "rank 0 cannot listen on " + where + ": " + master.value("bind_error", ""),
                      "check launcher.master_addr and MASTER_PORT"});
   } else if (!master.is_object() || master.contains("start_error")) {
-    out.push_back({"fail", "master.addr", 0, false,
+    out.push_back({FindingStatus::Fail, "master.addr", 0, false,
                    "the master probe did not start on node 0" +
                        (master.is_object() ? ": " + master.value("start_error", "") : ""),
                    "check that the launcher reaches the first host"});
@@ -309,14 +298,14 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
       const json& m = member(r, "master");
       if (m.value("reachable", false)) continue;
       unreachable = true;
-      out.push_back({"fail", "master.reach", i, true,
+      out.push_back({FindingStatus::Fail, "master.reach", i, true,
                      "node " + std::to_string(i) + " cannot reach MASTER_ADDR " + where + ": " +
                          m.value("error", std::string("?")),
                      "open the port between the nodes (firewall, security group) or pick an "
                      "address on a network every node shares"});
     }
     if (!unreachable)
-      out.push_back({"pass", "master", -1, false,
+      out.push_back({FindingStatus::Pass, "master", -1, false,
                      where + " reachable from every node" +
                          (fixed_port ? "" : " (ddpbisect picks a free port for every trial)"),
                      ""});
@@ -393,7 +382,7 @@ void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir
                 DoctorResult& res) {
   std::error_code ec;
   if (!fs::exists(worker_path(), ec)) {
-    res.findings.push_back({"warn", "comm.gloo", -1, false,
+    res.findings.push_back({FindingStatus::Warn, "comm.gloo", -1, false,
                             "skipped: ddpbisect-worker (the libtorch probe) is not installed "
                             "beside ddpbisect",
                             "build it (cmake --preset default) or set DDPBISECT_WORKER"});
@@ -432,11 +421,10 @@ void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir
   }
   res.comm["gloo"] = {
       {"world", stage.world_size()}, {"rows", rows}, {"table", table}, {"trial", o.dir}};
-  if (o.status != "pass" || rows.empty()) {
+  if (o.status != TrialStatus::Pass || rows.empty()) {
     std::string why = o.reason;
-    if (o.diagnosis.is_object() && o.diagnosis.contains("signature"))
-      why += ": " + Signature::from_json(o.diagnosis["signature"]).to_string();
-    res.findings.push_back({"fail", "comm.gloo", -1, false,
+    if (const Signature* failure = o.failure()) why += ": " + failure->to_string();
+    res.findings.push_back({FindingStatus::Fail, "comm.gloo", -1, false,
                             "the Gloo all-reduce probe over " + std::to_string(stage.world_size()) +
                                 " ranks failed (" + why + "; " + o.dir + ")",
                             "check the network between the nodes and GLOO_SOCKET_IFNAME"});
@@ -449,7 +437,7 @@ void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir
                 "bandwidth",
                 last.value("bytes", 0.0) / 1024, static_cast<long long>(stage.world_size()),
                 last.value("algbw_GBps", 0.0), last.value("busbw_GBps", 0.0));
-  res.findings.push_back({"pass", "comm.gloo", -1, false, buf, ""});
+  res.findings.push_back({FindingStatus::Pass, "comm.gloo", -1, false, buf, ""});
 }
 
 // The master probe's clock minus ours, NTP-style over one connection (the best of 5 round
@@ -512,14 +500,14 @@ void nccl_probe(const std::vector<json>& reports, const std::function<ProcessSpe
   bool built = fs::exists(nccl_probe_path(), ec);
   if (with_gpus.empty()) {
     res.findings.push_back(
-        {"pass", "comm.nccl", -1, false,
+        {FindingStatus::Pass, "comm.nccl", -1, false,
          std::string("skipped: no node has a usable GPU") +
              (built ? " (the native probe is built: " + nccl_probe_path() + ")" : ""),
          ""});
     return;
   }
   if (!built) {
-    res.findings.push_back({"warn", "comm.nccl", -1, false,
+    res.findings.push_back({FindingStatus::Warn, "comm.nccl", -1, false,
                             "skipped: ddpbisect-nccl-probe was not built (no CUDA toolkit with "
                             "NCCL at build time)",
                             "rebuild ddpbisect where /usr/local/cuda has nccl.h and libnccl"});
@@ -534,7 +522,7 @@ void nccl_probe(const std::vector<json>& reports, const std::function<ProcessSpe
       if (json j = probe_row(line); !j.is_null()) rows.push_back(j);
     per_node[std::to_string(node)] = {{"exit", rc}, {"rows", rows}};
     if (rc != 0 || rows.empty()) {
-      res.findings.push_back({"fail", "comm.nccl", node, false,
+      res.findings.push_back({FindingStatus::Fail, "comm.nccl", node, false,
                               "the NCCL all-reduce probe failed on node " + std::to_string(node) +
                                   " (exit " + std::to_string(rc) +
                                   "): " + std::string(trim(out.substr(0, 400))),
@@ -547,7 +535,7 @@ void nccl_probe(const std::vector<json>& reports, const std::function<ProcessSpe
                   "%.2f GB/s bus bandwidth",
                   node, rows.back().value("bytes", 0.0) / (1 << 20), rows.back().value("world", 0),
                   rows.back().value("algbw_GBps", 0.0), rows.back().value("busbw_GBps", 0.0));
-    res.findings.push_back({"pass", "comm.nccl", node, false, buf, ""});
+    res.findings.push_back({FindingStatus::Pass, "comm.nccl", node, false, buf, ""});
   }
   res.comm["nccl"] = per_node;
 }
@@ -561,7 +549,6 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
     for (const auto& s : spec.stages)
       if (!stage || s.world_size() > stage->world_size()) stage = &s;
   fs::create_directories(opt.out_dir);
-  install_driver_signal_handlers();
 
   // 1. One process, the cheap variant of the first stage.
   if (opt.sanity) {
@@ -569,17 +556,16 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
     c.nodes = 1;
     c.procs_per_node = 1;
     TrialOutcome o = run_trial({&spec, c, next_trial_dir(opt.out_dir), {}});
-    if (o.status == "pass") {
-      res.findings.push_back({"pass", "sanity", -1, false,
+    if (o.status == TrialStatus::Pass) {
+      res.findings.push_back({FindingStatus::Pass, "sanity", -1, false,
                               "the workload runs on a single process (" + o.dir + ")", ""});
     } else {
       std::string what = o.reason;
-      if (o.diagnosis.is_object() && o.diagnosis.contains("signature"))
-        what = Signature::from_json(o.diagnosis["signature"]).to_string();
+      if (const Signature* failure = o.failure()) what = failure->to_string();
       res.findings.push_back(
-          {"fail", "sanity", -1, false,
+          {FindingStatus::Fail, "sanity", -1, false,
            "the workload fails on a single process: " + what + " (" + o.dir + ")",
-           o.status == "infra" ? "check the command, its cwd and its interpreter"
+           o.status == TrialStatus::Infra ? "check the command, its cwd and its interpreter"
                                : "fix this first, or reduce it: ddpbisect " + spec.file});
     }
   }

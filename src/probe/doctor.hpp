@@ -9,19 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "probe/finding.hpp"
 #include "spec/spec.hpp"
 
 namespace ddpbisect {
-
-struct Finding {
-  std::string status;    // fail | warn | pass
-  std::string check;     // sanity, versions.torch, clock, paths, master.port, comm.gloo, ...
-  int node = -1;         // -1: not about one node
-  bool differs = false;  // a difference between nodes
-  std::string message;
-  std::string fix;
-  nlohmann::json to_json() const;
-};
 
 struct DoctorOptions {
   std::string stage;    // default: the stage with the most ranks
@@ -46,7 +37,5 @@ std::vector<Finding> node_findings(const std::vector<nlohmann::json>& reports,
                                    const std::vector<double>& driver_offsets,
                                    const nlohmann::json& master, const std::string& master_addr,
                                    int master_port, bool fixed_port, const Stage& stage);
-
-void sort_findings(std::vector<Finding>& findings);
 
 }  // namespace ddpbisect

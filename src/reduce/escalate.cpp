@@ -5,20 +5,10 @@
 
 namespace ddpbisect {
 
-TrialConfig cheap_variant(const TrialConfig& full) {
-  TrialConfig c = full;
-  if (auto it = c.params.find("steps"); it != c.params.end() && it->second > 8)
-    it->second = std::max<int64_t>(8, it->second / 4);
-  if (c.samples.size() > 256)
-    c.samples = c.samples.prefix(std::max<int64_t>(256, c.samples.size() / 4));
-  return c;
-}
-
 constexpr int kExtraRuns = 3;
 
-Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signature* wanted) {
+Escalation escalate(const Spec& spec, Oracle& oracle, const Signature* wanted) {
   Escalation e;
-  *found = false;
   std::vector<std::pair<std::string, TrialConfig>> plan;
   for (const auto& stage : spec.stages) {
     TrialConfig full = initial_config(spec, stage);
@@ -33,15 +23,16 @@ Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signatu
   auto attempt = [&](const std::string& stage_name, const TrialConfig& c) {
     RunRecord r = oracle.run(c);
     const MatchSpec& m = spec.match;
-    bool target = r.status == "fail" && r.signature &&
+    const bool failed = r.status == TrialStatus::Fail;
+    bool target = failed && r.signature &&
                   matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
                                  *r.signature) &&
                   (!wanted || same_failure(*wanted, *r.signature, m.level, m.regex, r.text));
-    e.tried.push_back({c, r.status == "fail" && !target
-                              ? "fail (a different failure: " +
-                                    (r.signature ? r.signature->to_string() : "?") + ")"
-                              : r.status});
-    if (r.status == "fail" && !target) {
+    e.tried.push_back({c, failed && !target ? "fail (a different failure: " +
+                                                  (r.signature ? r.signature->to_string() : "?") +
+                                                  ")"
+                                            : std::string(to_string(r.status))});
+    if (failed && !target) {
       masked = &c;
       masked_stage = stage_name;
     }
@@ -49,7 +40,7 @@ Escalation escalate(const Spec& spec, Oracle& oracle, bool* found, const Signatu
       e.stage = stage_name;
       e.config = c;
       e.run = r;
-      *found = true;
+      e.found = true;
     }
     return target;
   };

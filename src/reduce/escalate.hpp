@@ -10,6 +10,7 @@
 namespace ddpbisect {
 
 struct Escalation {
+  bool found = false;  // a stage failed with the target (then stage, config and run are set)
   std::string stage;
   TrialConfig config;  // the first failing configuration
   RunRecord run;
@@ -17,11 +18,6 @@ struct Escalation {
 };
 
 // `wanted` (from --from-logs): only a failure that is the same as this one counts.
-Escalation escalate(const Spec& spec, Oracle& oracle, bool* found,
-                    const Signature* wanted = nullptr);
-
-// The cheap variant of a stage's full configuration, or the same configuration when there is
-// nothing to trim.
-TrialConfig cheap_variant(const TrialConfig& full);
+Escalation escalate(const Spec& spec, Oracle& oracle, const Signature* wanted = nullptr);
 
 }  // namespace ddpbisect

@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <functional>
-#include <mutex>
+#include <future>
 #include <random>
-#include <thread>
 
+#include "common/interrupt.hpp"
 #include "observe/trial_runner.hpp"
 
 namespace ddpbisect {
@@ -17,7 +17,7 @@ json record_json(const TrialConfig& c, const RunRecord& r) {
   json j = {{"type", "trial"},
             {"key", c.canonical()},
             {"config", c.to_json()},
-            {"status", r.status},
+            {"status", to_string(r.status)},
             {"last_step", r.last_step},
             {"dir", r.dir},
             {"text", r.text.substr(0, 4000)}};
@@ -33,7 +33,7 @@ Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listen
     if (type == "header") salt_ = e.value("salt", uint64_t{0});
     if (type == "trial") {
       RunRecord r;
-      r.status = e.value("status", "");
+      r.status = parse_trial_status(e.value("status", "")).value_or(TrialStatus::Infra);
       if (e.contains("signature") && e["signature"].is_object())
         r.signature = Signature::from_json(e["signature"]);
       r.last_step = e.value("last_step", -1LL);
@@ -73,6 +73,7 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
   RunRecord r;
   for (int attempt = 0; attempt < 3;
        ++attempt) {  // infra is retried, never counted as pass or fail
+    throw_if_interrupted();  // never start a trial after Ctrl-C
     TrialRequest req;
     req.spec = &spec_;
     req.config = config;
@@ -84,15 +85,13 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
     r.dir = o.dir;
     r.last_step = -1;
     for (const auto& rk : o.ranks) r.last_step = std::max(r.last_step, rk.last_step);
-    if (o.diagnosis.is_object() && o.diagnosis.value("failed", false)) {
-      r.signature = Signature::from_json(o.diagnosis["signature"]);
-      const auto& root = o.diagnosis["root_cause"];
-      r.text = root.value("message", "");
-      for (const auto& line : root.value("excerpt", json::array()))
-        r.text += "\n" + line.get<std::string>();
+    if (const Signature* failure = o.failure()) {
+      r.signature = *failure;
+      r.text = o.diagnosis->root.message;
+      for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
     }
-    if (o.status == "interrupted") throw std::runtime_error("interrupted");
-    if (o.status != "infra") break;
+    if (o.status == TrialStatus::Interrupted) throw Interrupted(o.interrupt_signal);
+    if (o.status != TrialStatus::Infra) break;
   }
   return r;
 }
@@ -110,12 +109,18 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r) {
 
 void Oracle::count(const RunRecord& r) {
   ++stats_.trials;
-  if (r.status == "pass")
-    ++stats_.passed;
-  else if (r.status == "fail")
-    ++stats_.failed;
-  else
-    ++stats_.infra;
+  switch (r.status) {
+    case TrialStatus::Pass:
+      ++stats_.passed;
+      break;
+    case TrialStatus::Fail:
+      ++stats_.failed;
+      break;
+    case TrialStatus::Infra:
+    case TrialStatus::Interrupted:
+      ++stats_.infra;
+      break;
+  }
 }
 
 RunRecord Oracle::run(const TrialConfig& config) {
@@ -160,7 +165,7 @@ void Oracle::set_target(const Signature& target, double reproduction_rate) {
 }
 
 bool Oracle::matches(const RunRecord& r) const {
-  return r.status == "fail" && r.signature &&
+  return r.status == TrialStatus::Fail && r.signature &&
          same_failure(target_, *r.signature, opt_.level, opt_.regex, r.text);
 }
 
@@ -212,18 +217,26 @@ std::vector<bool> Oracle::interesting_batch(const std::vector<TrialConfig>& conf
       bool known = !runs_[key].empty() || (replay_.count(key) && !replay_[key].empty());
       if (!known && !exhausted()) fresh.push_back(i);
     }
-    std::vector<RunRecord> results(fresh.size());
-    std::vector<std::thread> threads;
-    for (size_t k = 0; k < fresh.size(); ++k) {
-      size_t attempt = runs_[configs[fresh[k]].canonical()].size();  // on this thread: no races
-      threads.emplace_back(
-          [&, k, attempt] { results[k] = fresh_trial(configs[fresh[k]], attempt); });
+    std::vector<std::future<RunRecord>> running;
+    for (size_t i : fresh) {
+      size_t attempt = runs_[configs[i].canonical()].size();  // on this thread: no races
+      running.push_back(std::async(std::launch::async, [this, &configs, i, attempt] {
+        return fresh_trial(configs[i], attempt);
+      }));
     }
-    for (auto& t : threads) t.join();
+    // Every trial of the batch ends (an interrupt stops them all at once); the finished ones are
+    // recorded before the interrupt goes on, so that --resume replays them.
+    std::optional<Interrupted> interrupted;
     for (size_t k = 0; k < fresh.size(); ++k) {
-      record(configs[fresh[k]], results[k]);
-      if (listener_) listener_(configs[fresh[k]], results[k], matches(results[k]));
+      try {
+        RunRecord r = running[k].get();
+        record(configs[fresh[k]], r);
+        if (listener_) listener_(configs[fresh[k]], r, matches(r));
+      } catch (const Interrupted& e) {
+        interrupted = e;
+      }
     }
+    if (interrupted) throw *interrupted;
     for (size_t i = begin; i < end; ++i)
       if ((out[i] = interesting(configs[i]))) return out;
   }

@@ -13,19 +13,11 @@
 
 #include "diagnose/diagnosis.hpp"
 #include "reduce/journal.hpp"
+#include "reduce/result.hpp"
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
-
-struct RunRecord {
-  std::string status;  // pass | fail | infra
-  std::optional<Signature> signature;
-  std::string text;  // root-cause message and excerpt, for match.regex
-  long long last_step = -1;
-  std::string dir;
-  bool replayed = false;
-};
 
 struct OracleOptions {
   std::string out_dir;
@@ -35,10 +27,6 @@ struct OracleOptions {
   double confidence = 0.95;
   std::string level = "default";
   std::string regex;
-};
-
-struct OracleStats {
-  int64_t trials = 0, failed = 0, passed = 0, infra = 0, cached = 0, replayed = 0;
 };
 
 class Oracle {

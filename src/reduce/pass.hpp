@@ -1,7 +1,7 @@
 // A reduction pass shrinks one dimension of the best configuration found so far, asking the
-// Oracle whether each candidate is still interesting. One pass per file under passes/; the
-// registry (passes/registry.cpp) lists them in the order they run, like llvm-reduce's
-// DeltaPasses.def: adding a dimension is a new file and a line there.
+// Oracle whether each candidate is still interesting. One pass per file under passes/; the list
+// in spec/passes.def (like llvm-reduce's DeltaPasses.def) gives their names, dimensions, strategy
+// and run order: adding a pass is a new file and a row there.
 #pragma once
 
 #include <memory>
@@ -12,12 +12,6 @@
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
-
-struct TraceEntry {
-  int64_t trial = 0;  // trials run when the step was accepted
-  std::string pass;
-  TrialConfig config;
-};
 
 struct ReductionState {
   const Spec* spec = nullptr;
@@ -36,25 +30,22 @@ bool reduce_names(ReductionState& s, Oracle& oracle, std::vector<std::string> Tr
 class Pass {
  public:
   virtual ~Pass() = default;
-  virtual std::string name() const = 0;
-  // The `reduce.dimensions` key that switches the pass off.
-  virtual std::string dimension() const = 0;
   // Shrinks state.best; returns whether it made progress.
   virtual bool run(ReductionState& state, Oracle& oracle) = 0;
+  // Its row of spec/passes.def: the name, and the reduce.dimensions key that switches it off.
+  const std::string& name() const { return name_; }
+  const std::string& dimension() const { return dimension_; }
+
+ private:
+  friend std::vector<std::unique_ptr<Pass>> make_passes(const std::string& strategy);
+  std::string name_, dimension_;
 };
 
-// The passes of a strategy: "default" or "ddmin" (the textbook baseline: one ddmin over the
-// sample, component and feature sets flattened together).
+// The passes of a strategy of spec/passes.def, in run order (passes/registry.cpp).
 std::vector<std::unique_ptr<Pass>> make_passes(const std::string& strategy);
 
-// Registry entries, one per file.
-std::unique_ptr<Pass> make_topology_pass();
-std::unique_ptr<Pass> make_steps_pass();
-std::unique_ptr<Pass> make_sample_count_pass();
-std::unique_ptr<Pass> make_sample_indices_pass();
-std::unique_ptr<Pass> make_components_pass();
-std::unique_ptr<Pass> make_features_pass();
-std::unique_ptr<Pass> make_params_pass();
-std::unique_ptr<Pass> make_flat_ddmin_pass();
+// One per row of spec/passes.def, each defined in passes/NAME.cpp.
+#define DDPBISECT_PASS(name, dimension, strategy, help) std::unique_ptr<Pass> make_##name##_pass();
+#include "spec/passes.def"
 
 }  // namespace ddpbisect

@@ -6,18 +6,6 @@
 
 namespace ddpbisect {
 
-std::string describe_config(const TrialConfig& c) {
-  auto plural = [](int64_t n, const char* what) {
-    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-  };
-  std::string s = std::to_string(c.nodes) + "x" + std::to_string(c.procs_per_node) + " ranks, " +
-                  plural(c.samples.size(), "sample") + ", " +
-                  plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
-                  plural(static_cast<int64_t>(c.features.size()), "feature");
-  for (const auto& [k, v] : c.params) s += ", " + k + "=" + std::to_string(v);
-  return s;
-}
-
 Progress::Progress(bool quiet) : tty_(isatty(STDERR_FILENO) != 0), quiet_(quiet) {}
 
 void Progress::redraw() {
@@ -37,11 +25,11 @@ void Progress::phase(const std::string& text) {
 void Progress::trial(const TrialConfig& c, const RunRecord& r, bool interesting, int64_t trials) {
   std::string verdict = r.replayed ? "replayed " : "";
   verdict +=
-      r.status == "fail"
+      r.status == TrialStatus::Fail
           ? (interesting
                  ? "fail (target)"
                  : "fail (other: " + (r.signature ? r.signature->category : std::string("?")) + ")")
-          : r.status;
+          : to_string(r.status);
   last_ = "trial " + std::to_string(trials) + ": " + describe_config(c) + " -> " + verdict;
   if (!tty_ && !quiet_) std::fprintf(stderr, "  %s\n", last_.c_str());
   redraw();

@@ -23,6 +23,4 @@ class Progress {
   std::string phase_, best_, last_;
 };
 
-std::string describe_config(const TrialConfig& c);  // "2x1 ranks, 1 sample, 2 components, ..."
-
 }  // namespace ddpbisect

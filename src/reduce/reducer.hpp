@@ -1,4 +1,5 @@
-// The whole reduction: escalate, reduce with passes until none makes progress, confirm, report.
+// The whole reduction: escalate, reduce with passes until none makes progress, confirm, debug
+// rerun. It returns what it found as a value; writing the reports is the caller's (report/).
 #pragma once
 
 #include <map>
@@ -6,12 +7,13 @@
 #include <string>
 
 #include "diagnose/diagnosis.hpp"
+#include "reduce/result.hpp"
 #include "spec/spec.hpp"
 
 namespace ddpbisect {
 
 struct ReductionOptions {
-  std::string out_dir;
+  std::string out_dir;  // must exist; holds journal.jsonl and trials/
   bool resume = false;
   int jobs = 1;
   std::string strategy = "default";
@@ -29,7 +31,9 @@ struct ReductionOptions {
 // CUDA errors. Empty when none applies (and for the built-in worker, which reads neither).
 std::map<std::string, std::string> debug_variables(const Spec& spec, const std::string& category);
 
-// Returns the process exit code (0 minimal repro written, 3 not reproduced, 2 bad input).
-int run_reduction(const Spec& spec, const ReductionOptions& options);
+// Runs the reduction in options.out_dir (journal.jsonl, trials/). With options.resume, the
+// journal's finished trials are replayed instead of rerun. Throws Interrupted (after every rank
+// was stopped and the journal closed) when SIGINT or SIGTERM arrived.
+ReductionResult run_reduction(const Spec& spec, const ReductionOptions& options);
 
 }  // namespace ddpbisect

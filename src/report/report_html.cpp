@@ -5,9 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/redact.hpp"
 #include "common/text.hpp"
-#include "reduce/progress.hpp"
-#include "report/environment.hpp"
 
 namespace ddpbisect {
 
@@ -148,29 +147,31 @@ double relative_size(const json& c, const TrialConfig& o) {
   return 100.0 * sum / 5.0;
 }
 
-void reduction_trace(std::ostringstream& h, const ReportInputs& r) {
+void reduction_trace(std::ostringstream& h, const ReportInputs& in) {
+  const ReductionResult& r = in.result;
   struct Dot {
     int64_t trial;
     double size;
     std::string colour, what;
   };
   std::vector<Dot> dots;
-  std::ifstream journal(r.out_dir + "/journal.jsonl");
+  std::ifstream journal(in.out_dir + "/journal.jsonl");
   std::string line;
   int64_t n = 0;
   while (std::getline(journal, line)) {
     json e = json::parse(line, nullptr, false);
     if (e.is_discarded() || e.value("type", "") != "trial") continue;
     ++n;
-    std::string status = e.value("status", "");
+    const std::string status = e.value("status", "");
+    const auto typed = parse_trial_status(status);
     std::string colour = "#188038", what = "passed";
-    if (status == "fail") {
+    if (typed == TrialStatus::Fail) {
       bool target =
           e["signature"].is_object() &&
-          same_failure(r.target, Signature::from_json(e["signature"]), r.spec->match.level);
+          same_failure(r.target, Signature::from_json(e["signature"]), in.spec->match.level);
       colour = target ? "#d93025" : "#f29900";
       what = target ? "the target failure" : "a different failure";
-    } else if (status != "pass") {
+    } else if (typed != TrialStatus::Pass) {
       colour = "#80868b";
       what = status;
     }
@@ -215,16 +216,17 @@ void reduction_trace(std::ostringstream& h, const ReportInputs& r) {
 
 }  // namespace
 
-std::string report_html(const ReportInputs& r, const Oracle& oracle) {
+std::string report_html(const ReportInputs& in) {
+  const ReductionResult& r = in.result;
   std::ostringstream h;
-  const auto& st = oracle.stats();
+  const auto& st = r.stats;
   h << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ddpbisect: "
-    << markup_escape(r.spec->name) << "</title><style>" << kStyle << "</style></head><body>\n";
-  h << "<h1>ddpbisect report: " << markup_escape(r.spec->name) << "</h1>\n<p>Spec <code>"
-    << markup_escape(r.spec->file) << "</code>; status <b id=\"status\">" << markup_escape(r.status)
+    << markup_escape(in.spec->name) << "</title><style>" << kStyle << "</style></head><body>\n";
+  h << "<h1>ddpbisect report: " << markup_escape(in.spec->name) << "</h1>\n<p>Spec <code>"
+    << markup_escape(in.spec->file) << "</code>; status <b id=\"status\">" << to_string(r.status)
     << "</b>; " << st.trials << " trials (" << st.cached << " from the cache) in "
-    << num(oracle.elapsed_s(), 0) << " s.</p>\n";
-  if (r.status == "not_reproduced") {
+    << num(r.elapsed_s, 0) << " s.</p>\n";
+  if (r.status == ReductionStatus::NotReproduced) {
     h << "<p>No stage failed, so there was nothing to reduce.</p>\n<table><tr><th>configuration</"
          "th><th>status</th></tr>\n";
     for (const auto& [c, status] : r.tried)
@@ -241,9 +243,10 @@ std::string report_html(const ReportInputs& r, const Oracle& oracle) {
   for (const auto& row : comparison_rows(r))
     h << "<tr><td>" << markup_escape(row.what) << "</td><td>" << markup_escape(row.original)
       << "</td><td>" << markup_escape(row.minimal) << "</td></tr>\n";
-  h << "</table>\n<h2>Reproduce</h2>\n<pre>ddpbisect check " << markup_escape(r.out_dir)
-    << "/repro/repro.yaml --expect fail\nbash " << markup_escape(r.out_dir) << "/repro/run.sh"
-    << (r.spec->builtin ? "\n/usr/bin/python3 " + markup_escape(r.out_dir) + "/repro/repro.py" : "")
+  h << "</table>\n<h2>Reproduce</h2>\n<pre>ddpbisect check " << markup_escape(in.out_dir)
+    << "/repro/repro.yaml --expect fail\nbash " << markup_escape(in.out_dir) << "/repro/run.sh"
+    << (in.spec->builtin ? "\n/usr/bin/python3 " + markup_escape(in.out_dir) + "/repro/repro.py"
+                         : "")
     << "</pre>\n";
   json first = read_json(r.first_run.dir + "/outcome.json");
   json minimal = read_json(r.minimal_run.dir + "/outcome.json");
@@ -263,14 +266,14 @@ std::string report_html(const ReportInputs& r, const Oracle& oracle) {
     h << "</pre>\n";
   }
   h << "<h2>Reduction trace</h2>\n";
-  reduction_trace(h, r);
+  reduction_trace(h, in);
   h << "<h2>Environment</h2>\n<table>\n";
-  for (const auto& [k, v] : r.environment.items()) {
+  for (const auto& [k, v] : in.environment.items()) {
     if (k == "variables") continue;
     h << "<tr><td>" << markup_escape(k) << "</td><td><code>"
       << markup_escape(v.is_string() ? v.get<std::string>() : v.dump()) << "</code></td></tr>\n";
   }
-  const json vars = r.environment.value("variables", json::object());
+  const json vars = in.environment.value("variables", json::object());
   for (const auto& [k, v] : vars.items())
     h << "<tr><td><code>" << markup_escape(k) << "</code></td><td><code>"
       << markup_escape(v.get<std::string>()) << "</code></td></tr>\n";

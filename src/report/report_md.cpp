@@ -4,9 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/redact.hpp"
 #include "common/text.hpp"
-#include "reduce/progress.hpp"
-#include "report/environment.hpp"
 
 namespace ddpbisect {
 
@@ -40,12 +39,13 @@ void environment(std::ostringstream& md, const json& env) {
 }
 }  // namespace
 
-std::string report_markdown(const ReportInputs& r, const Oracle& oracle) {
+std::string report_markdown(const ReportInputs& in) {
+  const ReductionResult& r = in.result;
   std::ostringstream md;
-  const auto& st = oracle.stats();
-  md << "# ddpbisect report: " << r.spec->name << "\n\n";
-  if (r.status == "not_reproduced") {
-    md << "No stage of `" << r.spec->file << "` failed (" << r.tried.size()
+  const auto& st = r.stats;
+  md << "# ddpbisect report: " << in.spec->name << "\n\n";
+  if (r.status == ReductionStatus::NotReproduced) {
+    md << "No stage of `" << in.spec->file << "` failed (" << r.tried.size()
        << " trials), so there was nothing to reduce.\n\n";
     md << "| configuration | status |\n|---|---|\n";
     for (const auto& [c, status] : r.tried)
@@ -53,15 +53,15 @@ std::string report_markdown(const ReportInputs& r, const Oracle& oracle) {
     return md.str();
   }
   md << "**Root cause:** " << cell(r.target.to_string()) << "  \n";
-  md << "**Status:** " << r.status << "; reproduced " << r.confirm_failures << "/" << r.confirm_runs
-     << " times; " << st.trials << " trials in " << std::lround(oracle.elapsed_s()) << " s\n\n";
+  md << "**Status:** " << to_string(r.status) << "; reproduced " << r.confirm_failures << "/"
+     << r.confirm_runs << " times; " << st.trials << " trials in " << std::lround(r.elapsed_s) << " s\n\n";
   md << "| | original (stage `" << r.stage << "`) | minimal |\n|---|---|---|\n";
   for (const auto& row : comparison_rows(r))
     md << "| " << row.what << " | " << cell(row.original) << " | " << cell(row.minimal) << " |\n";
-  md << "\n## Reproduce\n\n```\nddpbisect check " << r.out_dir
+  md << "\n## Reproduce\n\n```\nddpbisect check " << in.out_dir
      << "/repro/repro.yaml --expect fail\n"
-     << "bash " << r.out_dir << "/repro/run.sh      # no ddpbisect needed\n"
-     << (r.spec->builtin ? "python3 " + r.out_dir +
+     << "bash " << in.out_dir << "/repro/run.sh      # no ddpbisect needed\n"
+     << (in.spec->builtin ? "python3 " + in.out_dir +
                                "/repro/repro.py   # plain PyTorch DDP: for a PyTorch issue\n"
                          : std::string())
      << "```\n";
@@ -85,13 +85,13 @@ std::string report_markdown(const ReportInputs& r, const Oracle& oracle) {
   if (r.debug_run) {
     md << "\n## Debug rerun\n\nThe minimal configuration once more with";
     for (const auto& [k, v] : r.debug_env) md << " `" << k << "=" << v << "`";
-    md << ": " << r.debug_run->status << ", "
+    md << ": " << to_string(r.debug_run->status) << ", "
        << (r.debug_run->signature ? cell(r.debug_run->signature->to_string()) : "no failure")
        << " (`" << r.debug_run->dir << "`).\n\n```\n"
        << redact_value("", r.debug_run->text.substr(0, 4000)) << "\n```\n";
   }
   md << "\n## Environment\n\n";
-  environment(md, r.environment);
+  environment(md, in.environment);
   md << "\n## Reduction\n\n| trial | pass | ranks | samples | components | features "
         "|\n|---|---|---|---|---|---|\n";
   for (const auto& t : r.trace)

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "report/report_json.hpp"
+#include "report/report.hpp"
 
 namespace ddpbisect {
 
-std::string report_markdown(const ReportInputs& r, const Oracle& oracle);
+std::string report_markdown(const ReportInputs& in);
 
 }  // namespace ddpbisect

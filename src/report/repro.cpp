@@ -109,4 +109,21 @@ std::string repro_python(const Spec& spec, const TrialConfig& m, const Signature
   return s;
 }
 
+std::string render_repro_yaml(const ReportInputs& in) {
+  const ReductionResult& r = in.result;
+  return minimal_spec_yaml(*in.spec, r.minimal, r.stage, r.target);
+}
+
+std::string render_rank_config(const ReportInputs& in) {
+  return rank_config_json(*in.spec, in.result.minimal).dump(2) + "\n";
+}
+
+std::string render_run_sh(const ReportInputs& in) {
+  return repro_run_sh(*in.spec, in.result.minimal, in.result.target);
+}
+
+std::string render_repro_py(const ReportInputs& in) {
+  return repro_python(*in.spec, in.result.minimal, in.result.target);
+}
+
 }  // namespace ddpbisect

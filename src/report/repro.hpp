@@ -5,6 +5,7 @@
 #include <string>
 
 #include "diagnose/diagnosis.hpp"
+#include "report/report.hpp"
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
 
@@ -21,5 +22,12 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& minimal, const Sig
 // repro.py, rendered from repro_templates/ddp_repro.py for built-in workloads: a standalone
 // PyTorch DDP program with the minimal model, data, settings and fault (needs no ddpbisect).
 std::string repro_python(const Spec& spec, const TrialConfig& minimal, const Signature& target);
+
+// The repro/ files of a report (report.cpp's table): repro.yaml, config.json (what ranks read),
+// run.sh and repro.py, for the minimal configuration and the target.
+std::string render_repro_yaml(const ReportInputs& in);
+std::string render_rank_config(const ReportInputs& in);
+std::string render_run_sh(const ReportInputs& in);
+std::string render_repro_py(const ReportInputs& in);
 
 }  // namespace ddpbisect

@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "common/text.hpp"
+#include "spec/launchers.hpp"
+#include "spec/passes.hpp"
 #include "spec/placeholders.hpp"
 
 namespace fs = std::filesystem;
@@ -55,12 +57,6 @@ const std::vector<std::string>& fault_kinds() {
                                              "straggler",
                                              "divergence",
                                              "missing_file"};
-  return v;
-}
-
-const std::vector<std::string>& reduce_dimensions() {
-  static const std::vector<std::string> v = {"topology",   "steps",    "samples",
-                                             "components", "features", "params"};
   return v;
 }
 
@@ -728,8 +724,9 @@ class SpecLoader {
 
   void load_launcher(const YAML::Node& n, Spec& spec) {
     if (!r_.expect_map(n, "launcher")) return;
-    r_.check_keys(n, "launcher",
-                  {"kind", "hosts", "prefix", "master_addr", "options", "env", "cwd"});
+    std::vector<std::string> keys = {"kind"};
+    for (const auto& key : launcher_keys()) keys.push_back(key.name);
+    r_.check_keys(n, "launcher", keys);
     if (auto k = n["options"]) {
       if (!k.IsSequence()) {
         r_.error(k, "launcher.options",
@@ -751,22 +748,19 @@ class SpecLoader {
       }
     }
     if (auto k = n["kind"])
-      if (auto v = r_.one_of(k, "launcher.kind", {"local", "ssh", "slurm", "prefix"}))
-        spec.launcher.kind = *v;
+      if (auto v = r_.one_of(k, "launcher.kind", launcher_kind_names())) spec.launcher.kind = *v;
     if (auto k = n["hosts"])
       if (auto v = r_.names(k, "launcher.hosts")) spec.launcher.hosts = *v;
     if (auto k = n["prefix"])
       if (auto v = r_.string(k, "launcher.prefix")) spec.launcher.prefix = *v;
     if (auto k = n["master_addr"])
       if (auto v = r_.string(k, "launcher.master_addr")) spec.launcher.master_addr = *v;
-    if (spec.launcher.kind == "prefix" && spec.launcher.prefix.empty())
-      r_.error(
-          n, "launcher.prefix",
-          "missing: the prefix launcher needs a command prefix such as 'ip netns exec {host}'");
-    if ((spec.launcher.kind == "ssh" || spec.launcher.kind == "prefix") &&
-        spec.launcher.hosts.empty())
-      r_.error(n, "launcher.hosts",
-               "missing: the " + spec.launcher.kind + " launcher needs a list of hosts");
+    const LauncherKind& kind = *find_launcher_kind(spec.launcher.kind);
+    for (const auto& name : kind.requires_keys)
+      for (const auto& key : launcher_keys())
+        if (key.name == name && launcher_value(spec.launcher, name).is_null())
+          r_.error(n, "launcher." + name,
+                   "missing: the " + kind.name + " launcher needs " + key.needs);
     if (auto k = n["env"]; k && k.IsMap() && !spec.launcher.hosts.empty()) {
       for (const auto& kv : k) {
         std::string host = kv.first.Scalar();
@@ -803,7 +797,7 @@ class SpecLoader {
       }
     }
     if (auto k = n["strategy"])
-      if (auto v = r_.one_of(k, "reduce.strategy", {"default", "ddmin"})) spec.reduce.strategy = *v;
+      if (auto v = r_.one_of(k, "reduce.strategy", strategy_names())) spec.reduce.strategy = *v;
     if (auto k = n["jobs"])
       if (auto v = r_.integer(k, "reduce.jobs", 1, 256)) spec.reduce.jobs = *v;
     if (auto k = n["confidence"])
@@ -891,7 +885,7 @@ class SpecLoader {
                  "this build's ddpbisect-worker uses a CPU-only libtorch, so builtin workloads "
                  "cannot run on cuda; use device: cpu, or rebuild against a CUDA libtorch");
       }
-      if ((spec.launcher.kind == "ssh" || spec.launcher.kind == "prefix") &&
+      if (find_launcher_kind(spec.launcher.kind)->requires_key("hosts") &&
           !spec.launcher.hosts.empty() &&
           st.nodes > static_cast<int64_t>(spec.launcher.hosts.size())) {
         r_.error(at, "stages[" + std::to_string(i) + "].nodes",
@@ -911,7 +905,8 @@ class SpecLoader {
         }
       }
     }
-    if (spec.command && !spec.command->argv.empty() && spec.launcher.kind == "local") {
+    if (spec.command && !spec.command->argv.empty() &&
+        find_launcher_kind(spec.launcher.kind)->runs_here) {
       const std::string& exe = spec.command->argv[0];
       if (exe.find('/') != std::string::npos) {
         fs::path p =

@@ -2,6 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "spec/launchers.hpp"
+#include "spec/passes.hpp"
+
 namespace ddpbisect {
 
 using nlohmann::json;
@@ -85,12 +88,11 @@ nlohmann::json spec_to_json(const Spec& spec) {
                       {"device", s.device}});
   j["stages"] = stages;
   json l = {{"kind", spec.launcher.kind}};
-  if (!spec.launcher.hosts.empty()) l["hosts"] = spec.launcher.hosts;
-  if (!spec.launcher.prefix.empty()) l["prefix"] = spec.launcher.prefix;
-  if (!spec.launcher.master_addr.empty()) l["master_addr"] = spec.launcher.master_addr;
-  if (!spec.launcher.options.empty()) l["options"] = spec.launcher.options;
-  if (!spec.launcher.host_env.empty()) l["env"] = spec.launcher.host_env;
-  if (!spec.launcher.cwd.empty()) l["cwd"] = spec.launcher.cwd;
+  const LauncherKind* kind = find_launcher_kind(spec.launcher.kind);
+  for (const auto& key : launcher_keys()) {  // the keys this kind reads, when set
+    json v = launcher_value(spec.launcher, key.name);
+    if (!v.is_null() && kind && kind->takes(key.name)) l[key.name] = v;
+  }
   j["launcher"] = l;
   json dims = json::object();
   for (const auto& d : reduce_dimensions()) dims[d] = spec.reduce.enabled(d);

@@ -87,7 +87,7 @@ struct Stage {
 };
 
 struct LauncherSpec {
-  std::string kind = "local";  // local | ssh | slurm | prefix
+  std::string kind = "local";  // a name in spec/launchers.def
   std::vector<std::string> hosts;
   std::string prefix;  // prefix launcher: command prefix template with {host}
   std::string master_addr;
@@ -100,7 +100,7 @@ struct ReduceSpec {
   std::map<std::string, bool> dimensions;  // topology, steps, samples, components, features, params
   std::optional<int64_t> max_trials;
   std::optional<Millis> max_time;
-  std::string strategy = "default";  // default | ddmin
+  std::string strategy = "default";  // a name in spec/passes.def
   int64_t jobs = 1;
   double confidence = 0.95;
   bool enabled(const std::string& dim) const {
@@ -145,6 +145,6 @@ struct Spec {
 const std::vector<std::string>& builtin_components();
 const std::vector<std::string>& builtin_features();
 const std::vector<std::string>& fault_kinds();
-const std::vector<std::string>& reduce_dimensions();
+// reduce_dimensions() and the strategies: spec/passes.hpp; launcher kinds: spec/launchers.hpp.
 
 }  // namespace ddpbisect

@@ -138,4 +138,25 @@ json rank_config_json(const Spec& spec, const TrialConfig& trial) {
   return {{"spec", spec_to_json(spec)}, {"trial", trial.to_json()}};
 }
 
+TrialConfig cheap_variant(const TrialConfig& full) {
+  TrialConfig c = full;
+  if (auto it = c.params.find("steps"); it != c.params.end() && it->second > 8)
+    it->second = std::max<int64_t>(8, it->second / 4);
+  if (c.samples.size() > 256)
+    c.samples = c.samples.prefix(std::max<int64_t>(256, c.samples.size() / 4));
+  return c;
+}
+
+std::string describe_config(const TrialConfig& c) {
+  auto plural = [](int64_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  std::string s = std::to_string(c.nodes) + "x" + std::to_string(c.procs_per_node) + " ranks, " +
+                  plural(c.samples.size(), "sample") + ", " +
+                  plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
+                  plural(static_cast<int64_t>(c.features.size()), "feature");
+  for (const auto& [k, v] : c.params) s += ", " + k + "=" + std::to_string(v);
+  return s;
+}
+
 }  // namespace ddpbisect

@@ -41,6 +41,13 @@ std::string apply_override(TrialConfig& t, const std::string& assignment);
 // The full configuration of the spec on one stage: nothing reduced yet.
 TrialConfig initial_config(const Spec& spec, const Stage& stage);
 
+// The cheap variant of a stage's full configuration (fewer steps, fewer samples), or the same
+// configuration when there is nothing to trim: escalation and doctor's sanity run try it first.
+TrialConfig cheap_variant(const TrialConfig& full);
+
+// "2x1 ranks, 1 sample, 2 components, 0 features, steps=3" for progress lines and reports.
+std::string describe_config(const TrialConfig& c);
+
 // What ranks read from DDPBISECT_CONFIG: {"spec": normalized spec, "trial": TrialConfig}.
 nlohmann::json rank_config_json(const Spec& spec, const TrialConfig& trial);
 

@@ -5,8 +5,6 @@ namespace ddpbisect {
 namespace {
 class ComponentsPass : public Pass {
  public:
-  std::string name() const override { return "components"; }
-  std::string dimension() const override { return "components"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     return reduce_names(s, oracle, &TrialConfig::components, name());
   }

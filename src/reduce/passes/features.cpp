@@ -5,8 +5,6 @@ namespace ddpbisect {
 namespace {
 class FeaturesPass : public Pass {
  public:
-  std::string name() const override { return "features"; }
-  std::string dimension() const override { return "features"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     return reduce_names(s, oracle, &TrialConfig::features, name());
   }

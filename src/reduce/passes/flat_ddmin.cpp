@@ -10,8 +10,6 @@ namespace ddpbisect {
 namespace {
 class FlatDdminPass : public Pass {
  public:
-  std::string name() const override { return "flat_ddmin"; }
-  std::string dimension() const override { return "samples"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     enum Kind { Sample, Component, Feature, Nodes, Procs, Param };
     struct Unit {

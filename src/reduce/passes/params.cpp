@@ -7,8 +7,6 @@ namespace ddpbisect {
 namespace {
 class ParamsPass : public Pass {
  public:
-  std::string name() const override { return "params"; }
-  std::string dimension() const override { return "params"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     bool progress = false;
     std::vector<std::string> names;

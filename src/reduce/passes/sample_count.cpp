@@ -6,8 +6,6 @@ namespace ddpbisect {
 namespace {
 class SampleCountPass : public Pass {
  public:
-  std::string name() const override { return "sample_count"; }
-  std::string dimension() const override { return "samples"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     const int64_t n = s.best.samples.size();
     if (n <= 1) return false;

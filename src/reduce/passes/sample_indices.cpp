@@ -6,8 +6,6 @@ namespace ddpbisect {
 namespace {
 class SampleIndicesPass : public Pass {
  public:
-  std::string name() const override { return "sample_indices"; }
-  std::string dimension() const override { return "samples"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     const std::vector<int64_t> all = s.best.samples.indices();
     if (all.size() <= 1) return false;

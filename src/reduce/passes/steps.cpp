@@ -7,8 +7,6 @@ namespace ddpbisect {
 namespace {
 class StepsPass : public Pass {
  public:
-  std::string name() const override { return "steps"; }
-  std::string dimension() const override { return "steps"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     auto it = s.best.params.find("steps");
     if (it == s.best.params.end() || it->second <= 1) return false;

@@ -7,8 +7,6 @@ namespace ddpbisect {
 namespace {
 class TopologyPass : public Pass {
  public:
-  std::string name() const override { return "topology"; }
-  std::string dimension() const override { return "topology"; }
   bool run(ReductionState& s, Oracle& oracle) override {
     std::vector<std::pair<int64_t, int64_t>> shapes;  // (nodes, procs per node)
     for (int64_t n = 1; n <= s.best.nodes; ++n)

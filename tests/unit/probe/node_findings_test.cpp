@@ -21,7 +21,7 @@ json node(const std::string& torch) {
           {"master", {{"reachable", true}, {"offset_s", 0.0}, {"rtt_s", 0.001}}}};
 }
 
-const Finding* find(const std::vector<Finding>& fs, const std::string& status,
+const Finding* find(const std::vector<Finding>& fs, FindingStatus status,
                     const std::string& check, int node) {
   for (const auto& f : fs)
     if (f.status == status && f.check == check && f.node == node) return &f;
@@ -40,24 +40,24 @@ std::vector<Finding> run(const std::vector<json>& reports, std::vector<double> o
 
 TEST(NodeFindings, HealthyNodesOnlyPass) {
   for (const auto& f : run({node("1.13.1"), node("1.13.1"), node("1.13.1")}))
-    EXPECT_EQ(f.status, "pass") << f.check << ": " << f.message;
+    EXPECT_EQ(f.status, FindingStatus::Pass) << f.check << ": " << f.message;
 }
 
 TEST(NodeFindings, TheOddVersionOutIsNamedAndSortedFirst) {
   auto fs = run({node("1.13.1"), node("2.1.0"), node("1.13.1")});
-  const Finding* f = find(fs, "fail", "versions.torch", 1);
+  const Finding* f = find(fs, FindingStatus::Fail, "versions.torch", 1);
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->message.find("2.1.0"), std::string::npos);
   EXPECT_NE(f->message.find("nodes 0, 2 have 1.13.1"), std::string::npos) << f->message;
   EXPECT_EQ(&fs.front(), f) << "differences between nodes come first";
-  EXPECT_EQ(find(fs, "fail", "versions.torch", 0), nullptr);
+  EXPECT_EQ(find(fs, FindingStatus::Fail, "versions.torch", 0), nullptr);
 }
 
 TEST(NodeFindings, MissingPathOnOneNode) {
   auto n1 = node("1.13.1");
   n1["paths"]["/data/train"]["exists"] = false;
   auto fs = run({node("1.13.1"), n1});
-  const Finding* f = find(fs, "fail", "paths", 1);
+  const Finding* f = find(fs, FindingStatus::Fail, "paths", 1);
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(f->differs);
   EXPECT_NE(f->message.find("present on node 0"), std::string::npos) << f->message;
@@ -65,27 +65,27 @@ TEST(NodeFindings, MissingPathOnOneNode) {
 
 TEST(NodeFindings, ClockOffsetsWarnThenFail) {
   auto fs = run({node("1"), node("1"), node("1")}, {0.0, 0.5, 30.0});
-  EXPECT_NE(find(fs, "warn", "clock", 1), nullptr);
-  EXPECT_NE(find(fs, "fail", "clock", 2), nullptr);
-  EXPECT_EQ(find(fs, "pass", "clock", -1), nullptr);
+  EXPECT_NE(find(fs, FindingStatus::Warn, "clock", 1), nullptr);
+  EXPECT_NE(find(fs, FindingStatus::Fail, "clock", 2), nullptr);
+  EXPECT_EQ(find(fs, FindingStatus::Pass, "clock", -1), nullptr);
 }
 
 TEST(NodeFindings, MasterPortTakenAddressForeignOrUnreachable) {
   auto taken =
       run({node("1"), node("1")}, {}, {{"bind_error", "Address already in use"}, {"errno", 98}});
-  EXPECT_NE(find(taken, "fail", "master.port", 0), nullptr);
+  EXPECT_NE(find(taken, FindingStatus::Fail, "master.port", 0), nullptr);
   auto foreign = run({node("1"), node("1")}, {},
                      {{"bind_error", "Cannot assign requested address"}, {"errno", 99}});
-  EXPECT_NE(find(foreign, "fail", "master.addr", 0), nullptr);
+  EXPECT_NE(find(foreign, FindingStatus::Fail, "master.addr", 0), nullptr);
   auto n1 = node("1");
   n1["master"] = {{"reachable", false}, {"error", "timed out"}};
   auto cut = run({node("1"), n1});
-  EXPECT_NE(find(cut, "fail", "master.reach", 1), nullptr);
+  EXPECT_NE(find(cut, FindingStatus::Fail, "master.reach", 1), nullptr);
 }
 
 TEST(NodeFindings, AProbeThatDidNotRunIsAFailureNotACrash) {
   auto fs = run({node("1"), json{{"probe_error", "ssh: connect to host n1: refused"}}});
-  const Finding* f = find(fs, "fail", "node.reach", 1);
+  const Finding* f = find(fs, FindingStatus::Fail, "node.reach", 1);
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->message.find("refused"), std::string::npos);
 }

@@ -1,5 +1,6 @@
-// The environment a failure was found in: the fields of torch.utils.collect_env that matter for a
-// bug report, and the NCCL_*, TORCH_*, MASTER_*, GLOO_*, CUDA_* variables (secrets redacted).
+// The environment probe: the fields of torch.utils.collect_env that matter for a bug report (asked
+// of the workload's Python and nvidia-smi), and the NCCL_*, TORCH_*, MASTER_*, GLOO_*, CUDA_*
+// variables (secrets redacted). The CLI runs it beside a reduction; the reports render its JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,10 +9,6 @@
 #include "spec/spec.hpp"
 
 namespace ddpbisect {
-
-// Redacts a variable's value when its name says it is a secret (TOKEN, SECRET, KEY, PASSWORD,
-// CREDENTIAL), and credential-looking parts of any value (key=..., user:pass@ in URLs).
-std::string redact_value(const std::string& name, const std::string& value);
 
 // The Python interpreter the workload runs under: the command's own interpreter when its argv[0]
 // is one, else /usr/bin/python3 (Debian's, with torch), else python3 on PATH.

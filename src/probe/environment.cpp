@@ -1,6 +1,5 @@
-#include "report/environment.hpp"
+#include "probe/environment.hpp"
 
-#include <re2/re2.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -8,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/interrupt.hpp"
+#include "common/redact.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 #include "launch/process.hpp"
@@ -17,20 +18,6 @@ namespace ddpbisect {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-std::string redact_value(const std::string& name, const std::string& value) {
-  std::string upper = name;
-  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* secret : {"TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL"})
-    if (upper.find(secret) != std::string::npos) return "<redacted>";
-  static const RE2 inline_secret(
-      R"((?i)((?:token|secret|key|password|passwd|credential)s?[=:]\s*)[^\s,;&]+)");
-  static const RE2 url_password(R"((://[^:/@\s]+:)[^@\s]+@)");
-  std::string v = value;
-  RE2::GlobalReplace(&v, inline_secret, "\\1<redacted>");
-  RE2::GlobalReplace(&v, url_password, "\\1<redacted>@");
-  return v;
-}
 
 namespace {
 
@@ -83,7 +70,9 @@ json collect_environment(const std::string& python) {
 
   ProcessSpec probe{{python, "-c", versions_probe_script()}, env, ""};
   std::string out;
-  int rc = run_capture(probe, 60, out);
+  // Ctrl-C ends the probe at once: a stopped reduction does not wait for torch to import.
+  const auto interrupted = [] { return interrupt_signal() != 0; };
+  int rc = run_capture(probe, 60, out, 1 << 20, interrupted);
   json py = last_json_line(out);
   j["python_probe"] = python;
   for (const char* k : {"python", "torch", "cuda", "cudnn", "nccl", "gpus", "gloo"})
@@ -98,7 +87,7 @@ json collect_environment(const std::string& python) {
   j["gpu_driver"] = nullptr;
   std::string smi_out;
   ProcessSpec smi{{"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"}, env, ""};
-  if (run_capture(smi, 20, smi_out) == 0 && !trim(smi_out).empty())
+  if (run_capture(smi, 20, smi_out, 1 << 20, interrupted) == 0 && !trim(smi_out).empty())
     j["gpu_driver"] = std::string(trim(split(smi_out, '\n')[0]));
 
   json vars = json::object();

@@ -1,4 +1,4 @@
-#include "report/environment.hpp"
+#include "common/redact.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,24 @@
+// The launcher factory: one row per kind of spec/launchers.def, so a new kind is its file and
+// its row there.
+#include "launch/launcher.hpp"
+
+#include <stdexcept>
+
+namespace ddpbisect {
+
+std::unique_ptr<Launcher> make_launcher(const LauncherSpec& spec) {
+  struct Factory {
+    const char* kind;
+    std::unique_ptr<Launcher> (*make)(const LauncherSpec&);
+  };
+  static const Factory factories[] = {
+#define DDPBISECT_LAUNCHER(name, required, takes, runs_here, help) {#name, make_##name##_launcher},
+#include "spec/launchers.def"
+  };
+  for (const auto& f : factories)
+    if (spec.kind == f.kind) return f.make(spec);
+  // The loader accepts only the kinds of spec/launchers.def.
+  throw std::invalid_argument("no launcher of kind '" + spec.kind + "'");
+}
+
+}  // namespace ddpbisect

@@ -1,0 +1,75 @@
+#include "observe/outcome.hpp"
+
+#include "common/signals.hpp"
+
+namespace ddpbisect {
+
+const char* to_string(TrialStatus status) {
+  switch (status) {
+    case TrialStatus::Pass:
+      return "pass";
+    case TrialStatus::Fail:
+      return "fail";
+    case TrialStatus::Infra:
+      return "infra";
+    case TrialStatus::Interrupted:
+      return "interrupted";
+  }
+  return "infra";
+}
+
+std::optional<TrialStatus> parse_trial_status(std::string_view text) {
+  for (TrialStatus s :
+       {TrialStatus::Pass, TrialStatus::Fail, TrialStatus::Infra, TrialStatus::Interrupted})
+    if (text == to_string(s)) return s;
+  return std::nullopt;
+}
+
+nlohmann::json TrialOutcome::to_json() const {
+  using nlohmann::json;
+  json ranks_json = json::array();
+  for (const auto& r : ranks) {
+    json j = {{"rank", r.rank},
+              {"local_rank", r.local_rank},
+              {"node", r.node},
+              {"pid", r.pid},
+              {"argv", r.argv},
+              {"start_s", r.start_s},
+              {"end_s", r.end_s},
+              {"exit_code", r.signal ? json(nullptr) : json(r.exit_code)},
+              {"signal", r.signal ? json(signal_name(r.signal)) : json(nullptr)},
+              {"signal_number", r.signal},
+              {"killed_by", r.killed_by.empty() ? json(nullptr) : json(r.killed_by)},
+              {"last_step", r.last_step},
+              {"heartbeats", r.heartbeats},
+              {"last_progress_s", r.last_progress_s},
+              {"step_times_s", r.step_times},
+              {"stdout", r.stdout_path},
+              {"stderr", r.stderr_path},
+              {"bytes", r.bytes},
+              {"bytes_dropped", r.dropped}};
+    if (!r.stack.empty()) j["stack"] = r.stack;
+    ranks_json.push_back(j);
+  }
+  json j = {{"status", to_string(status)},
+            {"reason", reason},
+            {"dir", dir},
+            {"config", config.to_json()},
+            {"master_addr", master_addr},
+            {"master_port", master_port},
+            {"token", token},
+            {"started_unix", started_unix},
+            {"duration_s", duration_s},
+            {"hang_threshold_s", hang_threshold_s},
+            {"hang_declared_s", hang_declared_s ? json(*hang_declared_s) : json(nullptr)},
+            {"first_failure_rank", first_failure_rank ? json(*first_failure_rank) : json(nullptr)},
+            {"port_clash", port_clash},
+            {"log_cap_hit", log_cap_hit},
+            {"launcher", launcher},
+            {"ranks", ranks_json}};
+  if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
+  if (diagnosis) j["diagnosis"] = diagnosis->to_json();
+  return j;
+}
+
+}  // namespace ddpbisect

@@ -1,0 +1,67 @@
+// A trial's outcome in memory: its typed status, every rank's record, and the diagnosis of a
+// failed trial. JSON only at the edge: outcome.json (to_json) and the journal.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diagnose/diagnosis.hpp"
+#include "spec/trial_config.hpp"
+
+namespace ddpbisect {
+
+// pass | fail | infra (could not be run fairly: never counted as the bug, like git bisect's 125)
+// | interrupted (SIGINT/SIGTERM reached the driver: the trial was stopped, not judged).
+enum class TrialStatus { Pass, Fail, Infra, Interrupted };
+const char* to_string(TrialStatus status);
+std::optional<TrialStatus> parse_trial_status(std::string_view text);
+
+struct RankRecord {
+  int rank = 0, local_rank = 0, node = 0;
+  int pid = -1;
+  std::vector<std::string> argv;
+  double start_s = 0, end_s = -1;  // seconds since the trial started
+  int exit_code = -1;              // when it exited
+  int signal = 0;                  // when a signal ended it
+  std::string killed_by;           // "", early_stop, hang, timeout, interrupt
+  long long last_step = -1;
+  long long heartbeats = 0;
+  double last_progress_s = 0;
+  std::vector<double> step_times;  // when each heartbeat arrived (the first 4096)
+  std::string stdout_path, stderr_path;
+  int64_t bytes = 0, dropped = 0;
+  std::string stack;  // what the rank printed after the stack request (hang, early stop)
+  bool failed() const { return killed_by.empty() && (signal != 0 || exit_code > 0); }
+};
+
+struct TrialOutcome {
+  std::string dir;
+  TrialStatus status = TrialStatus::Infra;
+  int interrupt_signal = 0;  // status Interrupted: SIGINT or SIGTERM
+  std::string reason;  // one line for humans
+  TrialConfig config;
+  std::string master_addr;
+  std::string launcher;       // local | prefix | ssh | slurm
+  std::string cleanup_notes;  // what the hosts' sweep reported, if anything
+  int master_port = 0;
+  std::string token;  // DDPBISECT_TRIAL_TOKEN: in every process of the trial's environment
+  double started_unix = 0, duration_s = 0;
+  double hang_threshold_s = 0;
+  std::optional<double> hang_declared_s;
+  std::optional<int> first_failure_rank;
+  bool port_clash = false;
+  bool log_cap_hit = false;
+  std::vector<RankRecord> ranks;
+  std::optional<Diagnosis> diagnosis;  // every failed trial is diagnosed as it ends
+
+  // The signature of the diagnosed failure; nullptr when no failure was diagnosed.
+  const Signature* failure() const {
+    return diagnosis && diagnosis->failed ? &diagnosis->signature : nullptr;
+  }
+  nlohmann::json to_json() const;
+};
+
+}  // namespace ddpbisect

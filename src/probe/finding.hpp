@@ -1,0 +1,26 @@
+// A finding of `doctor`: pass / warn / fail, what was checked, on which node, and the fix to try.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ddpbisect {
+
+enum class FindingStatus { Fail, Warn, Pass };  // in this order in the sorted findings
+const char* to_string(FindingStatus status);      // fail | warn | pass
+
+struct Finding {
+  FindingStatus status = FindingStatus::Pass;
+  std::string check;     // sanity, versions.torch, clock, paths, master.port, comm.gloo, ...
+  int node = -1;         // -1: not about one node
+  bool differs = false;  // a difference between nodes
+  std::string message;
+  std::string fix;
+  nlohmann::json to_json() const;
+};
+
+// Differences between nodes first, then fail, warn, pass; stable otherwise.
+void sort_findings(std::vector<Finding>& findings);
+
+}  // namespace ddpbisect

@@ -1,0 +1,70 @@
+// What a reduction hands back: plain values, no live Oracle. The reducer returns a
+// ReductionResult; the CLI gives it to the report writers (report/), which read nothing else of
+// reduce/. Also the records it is made of: one trial's answer, the statistics, the trace.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnose/diagnosis.hpp"
+#include "observe/outcome.hpp"
+#include "spec/trial_config.hpp"
+
+namespace ddpbisect {
+
+// One trial's answer as the reducer sees it.
+struct RunRecord {
+  TrialStatus status = TrialStatus::Infra;  // pass, fail or infra; never interrupted
+  std::optional<Signature> signature;
+  std::string text;  // root-cause message and excerpt, for match.regex
+  long long last_step = -1;
+  std::string dir;
+  bool replayed = false;
+};
+
+struct OracleStats {
+  int64_t trials = 0, failed = 0, passed = 0, infra = 0, cached = 0, replayed = 0;
+};
+
+// One accepted reduction step.
+struct TraceEntry {
+  int64_t trial = 0;  // trials run when the step was accepted
+  std::string pass;
+  TrialConfig config;
+};
+
+enum class ReductionStatus {
+  Reduced,          // a minimal configuration, confirmed
+  BudgetExhausted,  // the smallest failing configuration found before the budget ran out
+  NotReproduced,    // no stage failed: nothing to reduce
+};
+const char* to_string(ReductionStatus status);  // reduced | budget_exhausted | not_reproduced
+
+struct ReductionResult {
+  ReductionStatus status = ReductionStatus::NotReproduced;
+  std::string strategy;
+  std::string stage;     // where the failure was found
+  TrialConfig job;       // the full job: the last stage, nothing reduced
+  TrialConfig original;  // the first failing configuration
+  TrialConfig minimal;
+  RunRecord first_run, minimal_run;
+  Signature target;
+  std::vector<TraceEntry> trace;
+  std::vector<std::pair<TrialConfig, std::string>> tried;  // escalation: each try and its status
+  int confirm_runs = 0, confirm_failures = 0;
+  int64_t reduction_trials = 0;
+  int64_t escalation_trials = 0;  // escalation and the reproduction-rate reruns
+  OracleStats stats;
+  double elapsed_s = 0;
+  double target_rate = 1.0;  // the first failure's measured reproduction rate
+  int repeats = 1;           // trials per candidate that rate asks for
+  // The minimal configuration rerun with debug variables (command workloads; see debug_variables).
+  std::map<std::string, std::string> debug_env;
+  std::optional<RunRecord> debug_run;
+};
+
+}  // namespace ddpbisect

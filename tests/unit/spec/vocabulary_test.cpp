@@ -1,0 +1,74 @@
+// The vocabularies of spec/passes.def and spec/launchers.def as the loader and the normalized
+// spec see them.
+#include <gtest/gtest.h>
+
+#include "spec/launchers.hpp"
+#include "spec/loader.hpp"
+#include "spec/passes.hpp"
+#include "spec/serialize.hpp"
+
+using namespace ddpbisect;
+
+namespace {
+const char* kSpec = R"(version: 1
+name: t
+workload:
+  builtin:
+    model: [linear, head]
+    dataset: {kind: synthetic, samples: 16, seed: 3}
+    params: {steps: 4, batch_size: 2}
+stages:
+  - {name: node, nodes: 2, procs_per_node: 1}
+)";
+
+std::string errors_of(const std::string& extra) {
+  LoadResult r = load_spec_text(std::string(kSpec) + extra, "t.yaml");
+  std::string all;
+  for (const auto& d : r.errors) all += d.to_string() + "\n";
+  return all;
+}
+}  // namespace
+
+TEST(PassVocabulary, DimensionsAreThePassesDimensionsOnceInRunOrder) {
+  EXPECT_EQ(reduce_dimensions(), (std::vector<std::string>{"topology", "steps", "samples",
+                                                           "components", "features", "params"}));
+  for (const auto& p : passes()) EXPECT_TRUE(is_strategy(p.strategy)) << p.name;
+}
+
+TEST(PassVocabulary, TheLoaderTakesItsNamesFromTheList) {
+  EXPECT_EQ(errors_of("reduce: {strategy: ddmin, dimensions: {steps: false}}\n"), "");
+  std::string bad = errors_of("reduce: {strategy: dmin, dimensions: {sample: false}}\n");
+  EXPECT_NE(bad.find("reduce.strategy: expected one of default, ddmin, found 'dmin'"),
+            std::string::npos)
+      << bad;
+  EXPECT_NE(bad.find("did you mean 'samples'"), std::string::npos) << bad;
+  EXPECT_NE(strategy_help().find("default (topology, steps, sample_count"), std::string::npos);
+}
+
+TEST(LauncherVocabulary, RequiredKeysAndHostCountComeFromTheTable) {
+  EXPECT_EQ(launcher_kind_names(), (std::vector<std::string>{"local", "ssh", "slurm", "prefix"}));
+  std::string prefix = errors_of("launcher: {kind: prefix}\n");
+  EXPECT_NE(prefix.find("launcher.prefix: missing: the prefix launcher needs a command prefix"),
+            std::string::npos)
+      << prefix;
+  EXPECT_NE(prefix.find("launcher.hosts: missing: the prefix launcher needs a list of hosts"),
+            std::string::npos)
+      << prefix;
+  std::string ssh = errors_of("launcher: {kind: ssh, hosts: [a]}\n");
+  EXPECT_NE(ssh.find("needs 2 nodes but launcher.hosts lists only 1"), std::string::npos) << ssh;
+  EXPECT_EQ(errors_of("launcher: {kind: slurm}\n"), "") << "slurm needs no hosts";
+}
+
+TEST(LauncherVocabulary, TheNormalizedSpecWritesTheKeysTheKindReads) {
+  LoadResult r = load_spec_text(
+      std::string(kSpec) + "launcher: {kind: ssh, hosts: [a, b], options: [-p, '22'], cwd: /w}\n",
+      "t.yaml");
+  ASSERT_TRUE(r.spec);
+  auto l = spec_to_json(*r.spec)["launcher"];
+  EXPECT_EQ(l["kind"], "ssh");
+  EXPECT_EQ(l["hosts"].size(), 2u);
+  EXPECT_EQ(l["cwd"], "/w");
+  EXPECT_EQ(l["options"].size(), 2u);
+  for (const auto& kind : launcher_kinds())
+    for (const auto& key : kind.requires_keys) EXPECT_TRUE(kind.takes(key)) << kind.name << key;
+}
