@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
 #include "diagnose/diagnosis.hpp"
 
@@ -12,8 +13,8 @@ int explain(const ExplainOptions& o) {
   in.library_patterns = o.ignore_frames;
   std::string err = inputs_from_paths(o.paths, in);
   if (!err.empty()) {
-    std::cerr << "ddpbisect explain: " << err << "\n";
-    return exit_code::kBadInput;
+    error(err);
+    return bad_input();
   }
   Diagnosis d = diagnose(in);
   if (o.json) {

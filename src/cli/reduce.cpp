@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
 #include "common/interrupt.hpp"
 #include "common/text.hpp"
@@ -29,19 +30,19 @@ bool prepare_out_dir(const ReductionOptions& opt) {
   const fs::path journal_path = out / "journal.jsonl";
   if (opt.resume) {
     if (!fs::exists(journal_path, ec)) {
-      std::cerr << "ddpbisect: --resume: " << journal_path.string()
-                << " does not exist; nothing to resume (drop --resume to start)\n";
+      error("--resume: " + journal_path.string() +
+            " does not exist; nothing to resume (drop --resume to start)");
       return false;
     }
   } else if (fs::exists(out, ec) && !fs::is_empty(out, ec)) {
-    std::cerr << "ddpbisect: the output folder " << out.string()
-              << " already holds files; it is never overwritten. Continue that reduction with "
-                 "--resume, or choose another folder with --out DIR\n";
+    error("the output folder " + out.string() +
+          " already holds files; it is never overwritten. Continue that reduction with "
+          "--resume, or choose another folder with --out DIR");
     return false;
   }
   fs::create_directories(out, ec);
   if (ec) {
-    std::cerr << "ddpbisect: cannot create " << out.string() << ": " << ec.message() << "\n";
+    error("cannot create " + out.string() + ": " + ec.message());
     return false;
   }
   return true;
@@ -53,18 +54,16 @@ std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptio
   in.library_patterns = spec.match.ignore_frames;
   std::string err = inputs_from_paths({o.from_logs}, in);
   if (!err.empty()) {
-    std::cerr << "ddpbisect: --from-logs: " << err << "\n";
+    error("--from-logs: " + err);
     return std::nullopt;
   }
   Diagnosis d = diagnose(in);
   if (!d.failed) {
-    std::cerr << "ddpbisect: --from-logs: no failure found in " << o.from_logs << " ("
-              << in.logs.size() + in.error_files.size() << " log file(s))\n";
+    error("--from-logs: no failure found in " + o.from_logs + " (" +
+          plural(static_cast<long long>(in.logs.size() + in.error_files.size()), "log file") + ")");
     return std::nullopt;
   }
-  if (!o.quiet)
-    std::cerr << "ddpbisect: chasing the failure from " << o.from_logs << ": "
-              << d.signature.to_string() << "\n";
+  if (!o.quiet) note("chasing the failure from " + o.from_logs + ": " + d.signature.to_string());
   return d.signature;
 }
 
@@ -72,7 +71,7 @@ std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptio
 
 int reduce(const ReduceCliOptions& o) {
   auto loaded = load_spec_or_report(o.spec);
-  if (!loaded) return exit_code::kBadInput;
+  if (!loaded) return bad_input();
   const Spec& spec = *loaded;
   ReductionOptions opt;
   opt.out_dir = o.out.empty() ? spec.report_dir : o.out;
@@ -80,17 +79,17 @@ int reduce(const ReduceCliOptions& o) {
   opt.jobs = static_cast<int>(o.jobs > 0 ? o.jobs : spec.reduce.jobs);
   opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
   if (!is_strategy(opt.strategy)) {
-    std::cerr << "ddpbisect: --strategy: expected one of " << join(strategy_names(), ", ")
-              << ", found '" << opt.strategy << "'\n";
-    return exit_code::kBadInput;
+    std::string guess = suggest(opt.strategy, strategy_names());
+    error("--strategy: expected one of " + join(strategy_names(), ", ") + ", found '" +
+          opt.strategy + "'" + (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+    return bad_input();
   }
   if (o.max_trials > 0) opt.max_trials = o.max_trials;
   if (!o.max_time.empty()) {
     auto d = parse_duration(o.max_time);
     if (!d || d->count() <= 0) {
-      std::cerr << "ddpbisect: --max-time: expected a duration such as 90s, 5m or 2h, found '"
-                << o.max_time << "'\n";
-      return exit_code::kBadInput;
+      error("--max-time: expected a duration such as 90s, 5m or 2h, found '" + o.max_time + "'");
+      return bad_input();
     }
     opt.max_time = d;
   }
@@ -98,9 +97,9 @@ int reduce(const ReduceCliOptions& o) {
   opt.quiet = o.quiet;
   if (!o.from_logs.empty()) {
     opt.target = target_from_logs(spec, o);
-    if (!opt.target) return exit_code::kBadInput;
+    if (!opt.target) return bad_input();
   }
-  if (!prepare_out_dir(opt)) return exit_code::kBadInput;
+  if (!prepare_out_dir(opt)) return bad_input();
 
   // The environment probe (a Python interpreter importing torch) runs beside the trials.
   auto environment = std::async(std::launch::async, collect_environment, workload_python(spec));
@@ -110,20 +109,22 @@ int reduce(const ReduceCliOptions& o) {
   try {
     report.result = run_reduction(spec, opt);
   } catch (const Interrupted& e) {
-    std::cerr << "ddpbisect: " << e.what() << "; every rank was stopped. Continue with: ddpbisect "
-              << spec.file << " --out " << opt.out_dir << " --resume\n";
-    return e.exit_code();
+    note(std::string(e.what()) + "; every rank was stopped. Continue with: ddpbisect " +
+         shell_quote(spec.file) + " --out " + shell_quote(opt.out_dir) + " --resume");
+    return exit_code::interrupted(e.signal());
   }
   report.environment = environment.get();
   write_reports(report);
   if (report.result.status == ReductionStatus::NotReproduced) {
-    std::cout << "ddpbisect: no stage failed (" << report.result.tried.size()
-              << " trials); nothing to reduce. Report: "
-              << (fs::path(opt.out_dir) / "report.md").string() << "\n";
+    std::cout << "ddpbisect: no stage failed ("
+              << plural(static_cast<long long>(report.result.tried.size()), "trial")
+              << "); nothing to reduce. Report: " << (fs::path(opt.out_dir) / "report.md").string()
+              << "\n";
     return exit_code::kNotReproduced;
   }
   std::cout << summary_text(report);
-  return exit_code::kOk;
+  return report.result.status == ReductionStatus::BudgetExhausted ? exit_code::kBudgetExhausted
+                                                                  : exit_code::kOk;
 }
 
 }  // namespace ddpbisect::cli

@@ -178,8 +178,8 @@ std::vector<Finding> node_findings(const std::vector<json>& reports,
     }
   }
   if (!clock_bad)
-    out.push_back({FindingStatus::Pass, "clock", -1, false,
-                   "clocks agree within 0.25 s on every node", ""});
+    out.push_back(
+        {FindingStatus::Pass, "clock", -1, false, "clocks agree within 0.25 s on every node", ""});
 
   // Memory and disk.
   for (int i = 0; i < n; ++i) {
@@ -383,7 +383,7 @@ void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir
   std::error_code ec;
   if (!fs::exists(worker_path(), ec)) {
     res.findings.push_back({FindingStatus::Warn, "comm.gloo", -1, false,
-                            "skipped: ddpbisect-worker (the libtorch probe) is not installed "
+                            "not run: ddpbisect-worker (the libtorch probe) is not installed "
                             "beside ddpbisect",
                             "build it (cmake --preset default) or set DDPBISECT_WORKER"});
     return;
@@ -500,15 +500,15 @@ void nccl_probe(const std::vector<json>& reports, const std::function<ProcessSpe
   bool built = fs::exists(nccl_probe_path(), ec);
   if (with_gpus.empty()) {
     res.findings.push_back(
-        {FindingStatus::Pass, "comm.nccl", -1, false,
-         std::string("skipped: no node has a usable GPU") +
+        {FindingStatus::Skip, "comm.nccl", -1, false,
+         std::string("no node has a usable GPU") +
              (built ? " (the native probe is built: " + nccl_probe_path() + ")" : ""),
          ""});
     return;
   }
   if (!built) {
     res.findings.push_back({FindingStatus::Warn, "comm.nccl", -1, false,
-                            "skipped: ddpbisect-nccl-probe was not built (no CUDA toolkit with "
+                            "not run: ddpbisect-nccl-probe was not built (no CUDA toolkit with "
                             "NCCL at build time)",
                             "rebuild ddpbisect where /usr/local/cuda has nccl.h and libnccl"});
     return;
@@ -565,8 +565,9 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
       res.findings.push_back(
           {FindingStatus::Fail, "sanity", -1, false,
            "the workload fails on a single process: " + what + " (" + o.dir + ")",
-           o.status == TrialStatus::Infra ? "check the command, its cwd and its interpreter"
-                               : "fix this first, or reduce it: ddpbisect " + spec.file});
+           o.status == TrialStatus::Infra
+               ? "check the command, its cwd and its interpreter"
+               : "fix this first, or reduce it: ddpbisect " + spec.file});
     }
   }
 
