@@ -60,6 +60,7 @@ ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
   oo.confidence = spec.reduce.confidence;
   oo.level = spec.match.level;
   oo.regex = spec.match.regex;
+  progress.budget(oo.max_trials, oo.max_time);
   Oracle* oracle_ptr = nullptr;
   Oracle oracle(spec, oo, journal, [&](const TrialConfig& c, const RunRecord& r, bool interesting) {
     progress.trial(c, r, interesting, oracle_ptr ? oracle_ptr->stats().trials : 0);
@@ -86,7 +87,7 @@ ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
       result.status = ReductionStatus::NotReproduced;
       return finish();
     }
-    progress.note("failure found on stage '" + esc.stage + "': " + esc.run.signature->to_string());
+    progress.target(*esc.run.signature, esc.run, esc.stage);
     oracle.set_target(*esc.run.signature, 1.0);
     progress.phase("measure reproduction");
     const Rate measured = measure_rate(oracle, esc.config);

@@ -148,10 +148,10 @@ TrialConfig cheap_variant(const TrialConfig& full) {
 }
 
 std::string describe_config(const TrialConfig& c) {
-  auto plural = [](int64_t n, const char* what) {
-    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-  };
-  std::string s = std::to_string(c.nodes) + "x" + std::to_string(c.procs_per_node) + " ranks, " +
+  // "1 rank", "2 ranks", "2 nodes x 2 ranks"
+  std::string ranks = c.nodes > 1 ? plural(c.nodes, "node") + " x " + plural(c.procs_per_node, "rank")
+                                  : plural(c.world_size(), "rank");
+  std::string s = ranks + ", " +
                   plural(c.samples.size(), "sample") + ", " +
                   plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
                   plural(static_cast<int64_t>(c.features.size()), "feature");
