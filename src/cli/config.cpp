@@ -88,7 +88,9 @@ int config(const ConfigOptions& o) {
   if (!spec) return bad_input();
   auto t = trial_config_or_report(*spec, o.stage, o.sets);
   if (!t) return bad_input();
-  std::cout << rank_config_json(*spec, *t).dump(2) << "\n";
+  std::cout << rank_config_json(*spec, *t).dump(2, ' ', false,
+                                                nlohmann::json::error_handler_t::replace)
+            << "\n";
   return exit_code::kOk;
 }
 

@@ -65,7 +65,7 @@ int doctor(const DoctorCliOptions& o) {
                           {"warn", n[FindingStatus::Warn]},
                           {"pass", n[FindingStatus::Pass]},
                           {"skip", n[FindingStatus::Skip]}}}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     print_findings(res, n);
   }

@@ -15,7 +15,7 @@ nlohmann::json g_errors = nlohmann::json::array();
 void print_json(const char* kind, int code) {
   nlohmann::json j = {{"error", kind}, {"exit_code", code}, {"errors", g_errors}};
   if (!g_mode.command.empty()) j["command"] = g_mode.command;
-  std::cout << j.dump(2) << "\n";
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   g_errors = nlohmann::json::array();
 }
 }  // namespace

@@ -18,7 +18,7 @@ int explain(const ExplainOptions& o) {
   }
   Diagnosis d = diagnose(in);
   if (o.json) {
-    std::cout << d.to_json().dump(2) << "\n";
+    std::cout << d.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return d.failed ? exit_code::kOk : exit_code::kNotReproduced;
   }
   if (!d.failed) {

@@ -47,7 +47,8 @@ int run(const RunOptions& o) {
     note(outcome.reason + "; retrying on a new port");
   }
   if (o.json)
-    std::cout << outcome.to_json().dump(2) << "\n";
+    std::cout << outcome.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   else
     print_outcome(config, outcome);
   switch (outcome.status) {

@@ -14,7 +14,7 @@ int validate(const ValidateOptions& o) {
   if (!spec) return bad_input();
   auto j = spec_to_json(*spec);
   if (o.json)
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << json_to_yaml(j);
   return exit_code::kOk;

@@ -38,6 +38,7 @@ json report_json(const ReportInputs& in) {
     j["reproduction"] = nullptr;
     return j;
   }
+  j["headline"] = reduction_headline(r);
   j["signature"] = r.target.to_json();
   j["original"] = config_json(r.original, r.stage);
   j["minimal"] = config_json(r.minimal, r.stage);
@@ -78,7 +79,8 @@ json report_json(const ReportInputs& in) {
 }
 
 std::string render_report_json(const ReportInputs& in) {
-  return report_json(in).dump(2) + "\n";
+  // Log text is not always UTF-8: a stray byte becomes U+FFFD rather than failing the report.
+  return report_json(in).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace ddpbisect

@@ -167,7 +167,8 @@ static void emit(YAML::Emitter& out, const json& j) {
       out << j.get<uint64_t>();
       break;
     case json::value_t::number_float:
-      out << j.get<double>();
+      // The shortest text that reads back as the same double: 0.95, not 0.94999999999999996.
+      out << j.dump();
       break;
     default:
       out << YAML::Null;

@@ -142,8 +142,8 @@ TrialConfig cheap_variant(const TrialConfig& full) {
   TrialConfig c = full;
   if (auto it = c.params.find("steps"); it != c.params.end() && it->second > 8)
     it->second = std::max<int64_t>(8, it->second / 4);
-  if (c.samples.size() > 256)
-    c.samples = c.samples.prefix(std::max<int64_t>(256, c.samples.size() / 4));
+  // At most a quarter of the samples (as the README says), where there are enough to cut.
+  if (c.samples.size() > 256) c.samples = c.samples.prefix(c.samples.size() / 4);
   return c;
 }
 

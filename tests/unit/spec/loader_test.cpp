@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "spec/serialize.hpp"
+#include "spec/trial_config.hpp"
 
 using namespace ddpbisect;
 
@@ -131,4 +132,18 @@ TEST(Loader, ShippedConfigsAreValid) {
     auto r = load_spec_file(std::string(DDPBISECT_SOURCE_DIR) + "/" + f);
     EXPECT_TRUE(r.spec) << f << ": " << (r.errors.empty() ? "" : r.errors[0].to_string());
   }
+}
+
+TEST(CheapVariant, AtMostAQuarterOfTheSamplesAndSteps) {
+  TrialConfig full;
+  full.samples = IndexSet::first_n(486);
+  full.params = {{"steps", 40}};
+  TrialConfig c = cheap_variant(full);
+  EXPECT_EQ(c.samples.size(), 121);  // 486 / 4, not the old floor of 256
+  EXPECT_EQ(c.params["steps"], 10);
+  full.samples = IndexSet::first_n(64);  // too few to cut
+  full.params = {{"steps", 6}};
+  c = cheap_variant(full);
+  EXPECT_EQ(c.samples.size(), 64);
+  EXPECT_EQ(c.params["steps"], 6);
 }
