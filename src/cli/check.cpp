@@ -32,7 +32,7 @@ Judged judge(const Spec& spec, const TrialOutcome& out) {
   Judged j;
   const Signature* sig = out.failure();
   if (sig && out.diagnosis) {
-    nlohmann::json root = out.diagnosis->to_json()["root"];
+    nlohmann::json root = out.diagnosis->to_json()["root_cause"];
     j.headline = root_cause_headline(root);
     j.traceback = root_cause_traceback(root, /*fold=*/false);
     j.exception = sig->exception.empty() ? sig->category : sig->exception;

@@ -1,6 +1,6 @@
 // A failure as people read it, from a diagnosis' root cause as JSON (`outcome.json`'s
-// diagnosis.root, Diagnosis::to_json()["root"]): the headline every summary leads with, and
-// the root-cause traceback with PyTorch's C++ frames folded.
+// diagnosis.root_cause, Diagnosis::to_json()["root_cause"]): the headline every summary leads
+// with, and the root-cause traceback with PyTorch's C++ frames folded.
 #pragma once
 
 #include <nlohmann/json.hpp>
