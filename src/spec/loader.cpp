@@ -802,7 +802,23 @@ class SpecLoader {
     if (auto k = n["kind"])
       if (auto v = r_.one_of(k, "launcher.kind", launcher_kind_names())) spec.launcher.kind = *v;
     if (auto k = n["hosts"])
-      if (auto v = r_.names(k, "launcher.hosts")) spec.launcher.hosts = *v;
+      if (auto v = r_.names(k, "launcher.hosts")) {
+        spec.launcher.hosts = *v;
+        // A host is one argv word of ssh, srun or the prefix: one starting with '-' would be
+        // read as an option (ssh -oProxyCommand=...), a space or control character splits it.
+        for (size_t i = 0; i < v->size(); ++i) {
+          const std::string& h = (*v)[i];
+          bool odd = std::any_of(h.begin(), h.end(), [](char c) {
+            const auto u = static_cast<unsigned char>(c);
+            return std::isspace(u) || u < 0x20;
+          });
+          if (starts_with(h, "-") || odd)
+            r_.error(k[i], "launcher.hosts[" + std::to_string(i) + "]",
+                     "'" + visible_text(h) + "' is not a host name (it " +
+                         (odd ? "holds a space or a control character" : "starts with '-'") +
+                         ")");
+        }
+      }
     if (auto k = n["prefix"])
       if (auto v = r_.string(k, "launcher.prefix")) spec.launcher.prefix = *v;
     if (auto k = n["master_addr"])

@@ -150,9 +150,13 @@ static void emit(YAML::Emitter& out, const json& j) {
     case json::value_t::string: {
       // Quote strings that would read back as another type ("37" must stay a string).
       const std::string& s = j.get_ref<const std::string&>();
-      YAML::Node probe = YAML::Load(s.empty() ? "''" : s);
-      bool plain_ok =
-          probe.IsScalar() && probe.Scalar() == s && probe.Tag() == "?" && !looks_typed(s);
+      // A string that does not even parse as YAML (a leading backtick, '@', '%') is quoted too.
+      bool plain_ok = false;
+      try {
+        YAML::Node probe = YAML::Load(s.empty() ? "''" : s);
+        plain_ok = probe.IsScalar() && probe.Scalar() == s && probe.Tag() == "?" && !looks_typed(s);
+      } catch (const YAML::Exception&) {
+      }
       if (!plain_ok) out << YAML::DoubleQuoted;
       out << s;
       break;
