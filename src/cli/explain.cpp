@@ -4,7 +4,9 @@
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
+#include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
+#include "report/headline.hpp"
 
 namespace ddpbisect::cli {
 
@@ -29,8 +31,10 @@ int explain(const ExplainOptions& o) {
   const Event& r = d.root;
   std::cout << "root cause: rank " << r.rank << ", " << r.category
             << (is_primary(r.category) ? "" : " (no primary failure found)") << "\n";
-  std::cout << "  " << (r.exception.empty() ? "" : r.exception + ": ") << r.message.substr(0, 600)
-            << "\n";
+  // The message, every line indented under the root cause, PyTorch's C++ frames folded.
+  std::string message = fold_cpp_frames(visible_text(r.message.substr(0, 4000)));
+  replace_all(message, "\n", "\n    ");
+  std::cout << "  " << (r.exception.empty() ? "" : r.exception + ": ") << message << "\n";
   std::vector<const Frame*> user;
   for (const auto& f : r.frames)
     if (f.user) user.push_back(&f);
@@ -42,7 +46,7 @@ int explain(const ExplainOptions& o) {
   std::cout << "ranks:\n";
   for (const auto& s : d.ranks) {
     std::cout << "  rank " << s.rank << ": " << (s.category.empty() ? "" : s.category + " - ")
-              << s.summary;
+              << visible_text(s.summary);
     if (s.rank == r.rank)
       std::cout << "  <- root cause";
     else if (s.echo_of)
@@ -50,7 +54,8 @@ int explain(const ExplainOptions& o) {
     if (!s.stuck_in.empty()) std::cout << "  [stuck in " << s.stuck_in << "]";
     std::cout << "\n";
   }
-  std::cout << "signature: " << d.signature.to_string() << "\n" << d.explanation << "\n";
+  std::cout << "signature: " << d.signature.to_string() << "\n"
+            << visible_text(d.explanation) << "\n";
   return exit_code::kOk;
 }
 
