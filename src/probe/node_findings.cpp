@@ -106,9 +106,8 @@ void check_versions(const std::vector<json>& ok, std::vector<Finding>& out) {
   if (out.size() == before && !ok.empty() && ok[0].is_object()) {
     const json& r = ok[0];
     out.push_back({FindingStatus::Pass, "versions", -1, false,
-                   "the same on all " + std::to_string(n) + " node(s): python " +
-                       text_of(r["python"]) + ", torch " +
-                       text_of(r.value("torch", json(nullptr))) + ", CUDA " +
+                   "the same on all " + plural(n, "node") + ": python " + text_of(r["python"]) +
+                       ", torch " + text_of(r.value("torch", json(nullptr))) + ", CUDA " +
                        text_of(r.value("cuda", json(nullptr))) + ", cuDNN " +
                        text_of(r.value("cudnn", json(nullptr))) + ", NCCL " +
                        text_of(r.value("nccl", json(nullptr))) + ", GPUs " +
@@ -125,7 +124,8 @@ void check_gpus(const std::vector<json>& ok, const Stage& stage, std::vector<Fin
     auto gpus = r.value("gpus", json::array()).size();
     if (static_cast<int64_t>(gpus) < stage.procs_per_node)
       out.push_back({FindingStatus::Fail, "gpus", i, false,
-                     "node " + std::to_string(i) + " has " + std::to_string(gpus) + " GPU(s) for " +
+                     "node " + std::to_string(i) + " has " +
+                         plural(static_cast<long long>(gpus), "GPU") + " for " +
                          std::to_string(stage.procs_per_node) + " ranks",
                      "lower procs_per_node or check CUDA_VISIBLE_DEVICES on this host"});
   }
@@ -216,9 +216,10 @@ void check_paths(const std::vector<json>& ok, std::vector<Finding>& out) {
     }
   }
   if (!paths_bad)
-    out.push_back(
-        {FindingStatus::Pass, "paths", -1, false,
-         std::to_string(paths.size()) + " data path(s) present and readable on every node", ""});
+    out.push_back({FindingStatus::Pass, "paths", -1, false,
+                   plural(static_cast<long long>(paths.size()), "data path") +
+                       " present and readable on every node",
+                   ""});
 }
 
 void check_variables(const std::vector<json>& ok, std::vector<Finding>& out) {
@@ -246,8 +247,8 @@ void check_variables(const std::vector<json>& ok, std::vector<Finding>& out) {
   }
   if (!vars_differ)
     out.push_back({FindingStatus::Pass, "variables", -1, false,
-                   std::to_string(names.size()) +
-                       " NCCL_*/TORCH_*/GLOO_* variable(s), the same on every node",
+                   plural(static_cast<long long>(names.size()), "NCCL_*/TORCH_*/GLOO_* variable") +
+                       ", the same on every node",
                    ""});
 }
 
