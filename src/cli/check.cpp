@@ -115,7 +115,8 @@ int check(const CheckOptions& o) {
      : j.verdict == Verdict::Passed    ? passed
      : j.verdict == Verdict::Different ? different
                                        : infra)++;
-    std::cout << "run " << i + 1 << "/" << o.repeats << ": " << j.words << " (" << out.dir << ")\n";
+    std::cout << "run " << i + 1 << "/" << o.repeats << ": " << visible_text(j.words) << " ("
+              << out.dir << ")\n";
     cases.push_back(junit_case(spec, o, i, out, j));
   }
   if (junit.is_open()) junit << junit_xml("ddpbisect.check." + spec.name, cases, started);

@@ -13,7 +13,7 @@ namespace ddpbisect::cli {
 namespace {
 
 void print_outcome(const TrialConfig& config, const TrialOutcome& outcome) {
-  std::cout << to_string(outcome.status) << ": " << outcome.reason << " ("
+  std::cout << to_string(outcome.status) << ": " << visible_text(outcome.reason) << " ("
             << plural(config.world_size(), "rank") << ", " << format_number(outcome.duration_s)
             << " s)\n";
   for (const auto& rk : outcome.ranks) {
