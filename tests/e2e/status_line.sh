@@ -10,7 +10,7 @@ bin=$(realpath "$1") root=$(realpath "$2")
 command -v tmux >/dev/null || { echo "tmux is not installed (scripts/setup.sh installs it)"; exit 1; }
 tmp=$(mktemp -d)
 sock="ddpbisect-status-$$"
-trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -f "/tmp/tmux-$(id -u)/$sock"; rm -rf "$tmp"' EXIT
 
 cat >"$tmp/spec.yaml" <<EOF
 version: 1
