@@ -129,20 +129,26 @@ bool is_memory_line(const Event& e) {
   return e.kind == EventKind::Error && e.category == "host_oom" && e.frames.empty();
 }
 
-// Whether a memory monitor saw this process's host memory grow: its readings (or, when the
-// readings carry no rank, the file's) rose by half and by at least a GiB.
+// Whether a memory monitor saw this process's host memory run out: its readings (or, when the
+// readings carry no rank, the file's) rose by a fifth and at least a GiB, or reached 90 % of
+// the host's memory.
 std::string memory_growth(const Event& x, const Facts& facts) {
-  double first = -1, last = -1;
+  double first = -1, last = -1, percent = -1;
   for (const auto& m : facts.memory) {
     bool mine = x.origin.rank && m.origin.rank == x.origin.rank;
     bool anonymous = !m.origin.rank && !m.origin.local_rank;
     if (!mine && !anonymous) continue;
     if (first < 0) first = m.bytes;
     last = m.bytes;
+    percent = std::max(percent, m.percent);
   }
   const double gib = 1024.0 * 1024 * 1024;
-  if (first <= 0 || last < first * 1.5 || last - first < gib) return "";
-  char buf[128];
+  char buf[160];
+  if (percent >= 90) {
+    std::snprintf(buf, sizeof buf, "its host's memory was %.0f %% used (%.1f GB)", percent, last / gib);
+    return buf;
+  }
+  if (first <= 0 || last < first * 1.2 || last - first < gib) return "";
   std::snprintf(buf, sizeof buf, "its host memory grew from %.1f GB to %.1f GB", first / gib,
                 last / gib);
   return buf;
@@ -161,11 +167,24 @@ long matching_memory_line(const std::vector<Event>& c, const Event& x, size_t de
   return any;
 }
 
+// Whether what a process printed describes how it ended: an error of its own (or one it printed
+// about another rank), or, in a console whose errors carry no rank, one of those errors of the
+// kind that ends a process that way.
+// Whether `e` is the kind of error that ends a process the way `x` ended: a Python exception
+// exits with a code, a C++ exception or a watchdog aborts.
+bool ends_like(const Event& e, const Event& x) {
+  bool aborts = e.category == "comm_timeout" || e.category == "cpp_exception" ||
+                e.exception.find("::") != std::string::npos;
+  return starts_with(x.exception, "SIG") ? x.exception == "SIGABRT" && aborts : !aborts;
+}
+
 bool explained_by_own_events(const std::vector<Event>& c, const Event& x) {
-  if (!x.origin.rank) return false;
   return std::any_of(c.begin(), c.end(), [&](const Event& e) {
-    return e.kind == EventKind::Error && !e.handled && e.origin.rank == x.origin.rank &&
-           e.category != "launcher" && !is_memory_line(e);
+    if (e.kind != EventKind::Error || e.handled || e.category == "launcher" || is_memory_line(e))
+      return false;
+    if (!x.origin.rank) return e.source == x.source && ends_like(e, x);
+    if (e.origin.rank == x.origin.rank || (e.printer && e.printer == x.origin.rank)) return true;
+    return !e.origin.rank && e.source == x.source && ends_like(e, x);
   });
 }
 
@@ -178,7 +197,7 @@ void fold_exits(std::vector<Event>& c, const Facts& facts) {
   bool ranked_exit = false;
   for (auto& x : c) {
     if (x.kind != EventKind::Exit) continue;
-    if (explained_by_own_events(c, x)) {
+    if (x.origin.rank && explained_by_own_events(c, x)) {
       if (x.first_observed)
         for (auto& e : c)
           if (e.kind == EventKind::Error && e.origin.rank == x.origin.rank) e.first_observed = true;
@@ -192,7 +211,9 @@ void fold_exits(std::vector<Event>& c, const Facts& facts) {
     return e.kind == EventKind::Error && real_primary(e);
   });
   for (auto& x : c)
-    if (x.kind == EventKind::Exit && !x.origin.rank && (ranked_exit || real)) x.category = "";
+    if (x.kind == EventKind::Exit && !x.origin.rank &&
+        (ranked_exit || real || explained_by_own_events(c, x)))
+      x.category = "";
   size_t deaths = std::count_if(c.begin(), c.end(), [](const Event& x) {
     return x.kind == EventKind::Exit && !x.category.empty() && !x.exception.empty() &&
            starts_with(x.exception, "SIG");

@@ -50,9 +50,7 @@ bool earlier(const Event& a, const Event& b) {
     if (a.first_observed != b.first_observed) return a.first_observed;
     return *a.origin.rank < *b.origin.rank;
   }
-  if (a.exception == b.exception && a.garbled != b.garbled &&
-      normalize_message(first_line(a.message)) == normalize_message(first_line(b.message)))
-    return !a.garbled;
+  if (a.category == b.category && a.garbled != b.garbled) return !a.garbled;
   if (a.source == b.source && a.order != b.order) return a.order < b.order;
   if (a.first_observed != b.first_observed) return a.first_observed;
   if (a.origin.rank != b.origin.rank) {

@@ -32,6 +32,7 @@ struct Event {
   EventKind kind = EventKind::Error;
   Origin origin;
   std::optional<int> near_rank;  // the rank of the nearest prefixed line before it (weak hint)
+  std::optional<int> printer;    // the rank that printed it, when it reports another's failure
   double time = -1;              // seconds: our capture time, or a timestamp from the log
   long long order = 0;           // position in its source, to order events without times
   std::string category;
@@ -104,6 +105,7 @@ struct PidRank {
 struct MemorySample {
   Origin origin;
   double bytes = 0;
+  double percent = -1;  // of the host's memory, when the monitor says
   std::string source;
 };
 

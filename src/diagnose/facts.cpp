@@ -43,6 +43,7 @@ void Facts::merge(Facts&& o) {
   move_all(pids, o.pids);
   move_all(memory, o.memory);
   ranks_seen.insert(o.ranks_seen.begin(), o.ranks_seen.end());
+  for (auto& [src, s] : o.local_seen) local_seen[src].insert(s.begin(), s.end());
   world_size = std::max(world_size, o.world_size);
   for (auto& [r, seq] : o.heartbeat_seq) heartbeat_seq[r] = seq;
   launcher_seen = launcher_seen || o.launcher_seen;
@@ -50,9 +51,13 @@ void Facts::merge(Facts&& o) {
 }
 
 std::optional<int> stated_rank(std::string_view text) {
-  static const RE2 re(R"(\[(?:PG[^\]]*?)?\bRank (\d+)\])");
-  int r = 0;
-  if (RE2::PartialMatch(piece(text), re, &r)) return r;
+  // c10d's "[Rank 3]" / "[PG 0 Rank 3]", DETAIL's "Rank 3 is running collective", the monitored
+  // barrier's "Rank 3 successfully reached", NCCL's "communicator was aborted on rank 3".
+  static const RE2 re(
+      R"(\[(?:PG[^\]]*?)?\bRank (\d+)\]|^(?:RuntimeError: )?(?:Detected mismatch between collectives on ranks\. )?Rank (\d+) (?:is running collective|successfully reached monitoredBarrier)|communicator was aborted on rank (\d+))");
+  if (auto g = captures(text, re))
+    for (const auto& v : *g)
+      if (!v.empty()) return static_cast<int>(number(v));
   return std::nullopt;
 }
 
@@ -72,6 +77,8 @@ void FactReader::add_position(Position p) {
 void FactReader::line(const CleanLine& l, const Origin& origin, long long order) {
   std::string_view text = l.text;
   if (origin.rank) facts_.ranks_seen.insert(*origin.rank);
+  if (origin.local_rank && facts_.local_seen[source_].size() < 4096)
+    facts_.local_seen[source_].insert(*origin.local_rank);
   if (in_banner_ || has(text, "Root Cause (first observed failure)") ||
       (ends_with(trim(text), " FAILED") && text.size() < 200)) {
     banner_line(text, order);
@@ -356,6 +363,10 @@ void FactReader::memory_line(std::string_view text, const Origin& origin) {
   for (size_t i = 0; i < units.find(static_cast<char>(toupper(unit[0]))); ++i) scale *= 1024;
   MemorySample m;
   m.origin = origin, m.bytes = value * scale, m.source = source_;
+  static const RE2 percent(R"((?i)percent\s*[=:]\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%\s*used)");
+  if (auto g = captures(text, percent))
+    m.percent = static_cast<double>(number((*g)[0].empty() ? (*g)[1].substr(0, (*g)[1].find('.'))
+                                                           : (*g)[0].substr(0, (*g)[0].find('.')), -1));
   bounded_push(facts_.memory, m, kMax);
 }
 

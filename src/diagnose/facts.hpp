@@ -26,6 +26,7 @@ struct Facts {
   std::vector<PidRank> pids;
   std::vector<MemorySample> memory;
   std::set<int> ranks_seen;       // every global rank a tag, a file or a message names
+  std::map<std::string, std::set<int>> local_seen;  // per source: node-local ranks tagged
   int world_size = 0;             // the largest world size a log states
   std::map<int, long long> heartbeat_seq;  // each rank's last heartbeat's count of collectives
   bool launcher_seen = false;     // a launcher's own lines are present (torchrun, srun, ...)

@@ -36,6 +36,7 @@ const std::vector<Prefix>& prefixes() {
       {Tag::PyLevel, Tag::None,
        R"((?:\[[A-Za-z][\w-]*\] )?\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:- |\| )?(?:[\w.]+ (?:- |\| ))?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: - | \| [\w.]+ \| |:? +))?\s*)"},
       {Tag::PyLevel, Tag::None, R"((DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:)"},  // logging
+      {Tag::PyLevel, Tag::None, R"([\w.]+: \[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )"},  // torch 2.1
       {Tag::Level, Tag::None, R"(([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\] ]+\] )"},  // glog
       {Tag::Level, Tag::None, R"(\[([IWEF])(?:\d{4} \d\d:\d\d:\d\d\.\d+)? [^\] ]+\] ?)"},  // c10
       {Tag::PyLevel, Tag::None, R"(\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\|[^\]]*\] (?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ >> )?)"},
@@ -75,27 +76,34 @@ void record(Tag tag, const std::string& value, CleanLine& line) {
   if (tag == Tag::Pid) line.pid = n;
 }
 
-// Text that, found in the middle of a physical line, starts a line of its own: another rank's
-// prefixed output, or a traceback or abort glued to a progress bar.
-size_t embedded_start(std::string_view text, bool& prefixed) {
+const RE2& anchor_regex() {
   static const RE2 re(
-      R"((\[(?:rank|default)\d{1,6}\]:)|(Traceback \(most recent call last\)|Exception ignored in|terminate called after|Fatal Python error|memory allocation of \d+ bytes failed|Killed\s*$))");
-  re2::StringPiece input(text.data(), text.size());
-  size_t from = 1;
-  while (from < text.size()) {
-    re2::StringPiece whole;
-    if (!re.Match(input, from, text.size(), RE2::UNANCHORED, &whole, 1)) return 0;
-    size_t at = static_cast<size_t>(whole.data() - text.data());
+      R"(\[(?:rank|default)\d{1,6}\]:|Traceback \(most recent call last\)|Exception ignored in|terminate called after|Fatal Python error|memory allocation of \d+ bytes failed|Killed\s*$|\[[IWEF](?:\d{4} \d\d:\d\d:\d\d\.\d+)? \w+\.(?:cpp|cc|hpp|h):\d+\])");
+  return re;
+}
+
+// Where, after position 0, text starts that usually starts a line: another rank's prefix, a
+// traceback, an abort, a c10 log record. 0 when none.
+size_t anchor_at(std::string_view text, size_t from = 1) {
+  re2::StringPiece input(text.data(), text.size()), whole;
+  if (from >= text.size() ||
+      !anchor_regex().Match(input, from, text.size(), RE2::UNANCHORED, &whole, 1))
+    return 0;
+  return static_cast<size_t>(whole.data() - text.data());
+}
+
+// Where a line of its own starts mid-line: another rank's prefixed output always; an anchor
+// only after a progress bar, not inside a message ("Original Traceback", "is killed by
+// signal: Killed") or a quoted path. 0 when nowhere.
+size_t embedded_start(std::string_view text) {
+  static const RE2 progress("\\d+%\\||it/s\\]|s/it\\]|\xe2\x96\x88");  // ...|█
+  for (size_t at = anchor_at(text); at > 0; at = anchor_at(text, at + 1)) {
     std::string_view before = text.substr(0, at);
-    prefixed = text[at] == '[';
-    char c = before.empty() ? ' ' : before.back();
-    // A prefix always splits; an anchor splits after a progress bar, not inside a message
-    // ("Original Traceback", "is killed by signal: Killed") or a quoted path.
-    static const RE2 progress(R"(\d+%\||it/s\]|s/it\]|\xe2\x96\x88)");
+    char c = before.back();
     bool after_bar = c == ']' || c == '|' ||
                      (c == ' ' && RE2::PartialMatch(re2::StringPiece(before.data(), before.size()), progress));
-    if (prefixed || after_bar) return at;
-    from = at + 1;
+    bool rank_prefix = starts_with(text.substr(at), "[rank") || starts_with(text.substr(at), "[default");
+    if (rank_prefix || after_bar) return at;
   }
   return 0;
 }
@@ -201,9 +209,8 @@ void LineCleaner::one(std::string_view text, std::string_view previous,
   CleanLine line;
   for (int i = 0; i < 8; ++i)
     if (!strip_known_prefix(text, line) && !strip_learned(text)) break;
-  bool prefixed = false;
-  size_t at = depth < 8 ? embedded_start(text, prefixed) : 0;
-  if (at > 0 && learn(text, at, previous)) {
+  size_t anchor = depth < 8 ? anchor_at(text) : 0;
+  if (anchor > 0 && learn(text, anchor, previous)) {
     // The text before the anchor was this file's prefix: strip it and read the rest again.
     std::string_view rest = text;
     strip_learned(rest);
@@ -215,6 +222,7 @@ void LineCleaner::one(std::string_view text, std::string_view previous,
     }
     return;
   }
+  size_t at = depth < 8 ? embedded_start(text) : 0;
   if (at > 0) {
     line.text.assign(text.substr(0, at));
     out.push_back(line);

@@ -139,10 +139,6 @@ void from_origin(Event& e, const Facts& facts) {
     if (auto g = global_of_local(*e.origin.local_rank, e.source, facts))
       return set_rank(e, *g, "local rank");
   if (auto r = rank_of_pid(e.origin.pid, e.source, facts)) return set_rank(e, *r, "process id");
-  static const RE2 reporter(R"(Detected mismatch between collectives on ranks\. Rank (\d+) is running)");
-  int r = 0;
-  if (e.kind == EventKind::Error && RE2::PartialMatch(e.message, reporter, &r))
-    return set_rank(e, r, "message");
   if (e.kind == EventKind::Error && e.category != "launcher")
     if (auto s = stated_rank(e.message)) return set_rank(e, *s, "message");
 }
@@ -156,6 +152,22 @@ std::set<int> known_world(const std::vector<Event>& events, const Facts& facts,
   for (const auto& e : events)
     if (e.origin.rank) world.insert(*e.origin.rank);
   for (const auto& x : input.exits) world.insert(x.rank);
+  for (const auto& [source, locals] : facts.local_seen)
+    for (int l : locals)
+      if (auto g = global_of_local(l, source, facts)) world.insert(*g);
+  // A launcher's processes on one node: the distinct pids it reported on (stopped, then the
+  // failed one, once per attempt) are its local ranks 0..N-1, at the node's offset.
+  std::map<std::string, std::pair<std::set<long>, size_t>> attempts;  // current, largest
+  for (const auto& r : facts.reports) {
+    if (!r.origin.pid || r.text.rfind("shell: ", 0) == 0) continue;
+    auto& [pids, most] = attempts[r.source];
+    pids.insert(r.origin.pid);
+    most = std::max(most, pids.size());
+    if (r.text.find("failed (exitcode") != std::string::npos) pids.clear();
+  }
+  for (const auto& [source, a] : attempts)
+    for (int l = 0; l < static_cast<int>(a.second) && l < 4096; ++l)
+      if (auto g = global_of_local(l, source, facts)) world.insert(*g);
   return world;
 }
 

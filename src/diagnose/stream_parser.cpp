@@ -48,13 +48,35 @@ bool launcher_line(std::string_view text) {
 
 }  // namespace
 
+bool garbled(std::string_view text) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < text.size() && words.size() < 64) {
+    size_t j = text.find(' ', i);
+    if (j == std::string_view::npos) j = text.size();
+    if (j > i) words.push_back(text.substr(i, j - i));
+    i = j + 1;
+  }
+  // Two processes writing the same words at once: a phrase twice in a row ...
+  for (size_t k = 0; k + 5 < words.size(); ++k)
+    if (words[k] == words[k + 3] && words[k + 1] == words[k + 4] && words[k + 2] == words[k + 5])
+      return true;
+  // ... or a number twice in one ("20971522097152").
+  for (auto w : words)
+    if (w.size() >= 6 && w.size() % 2 == 0 &&
+        w.find_first_not_of("0123456789") == std::string_view::npos &&
+        w.substr(0, w.size() / 2) == w.substr(w.size() / 2))
+      return true;
+  return false;
+}
+
 const RE2& trigger_regex() {
   static const RE2 re = [] {
     RE2::Options o;
     o.set_max_mem(32 << 20);  // room for the DFA's states: a starved cache falls back to slower
     o.set_never_capture(true);
     return RE2(
-        R"(rror|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnection|Signal|exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|memory|MEM|RSS|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|Timeout \(|Python v|mpirank|rank \d+|Rank \d+)",
+        R"(rror|RROR|CRITICAL|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnection|Signal|exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|[Mm]emory|MEM|RSS|rss|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|Timeout \(|Python v|mpirank|rank \d+|Rank \d+)",
         o);
   }();
   return re;
@@ -164,6 +186,7 @@ void StreamParser::start_traceback(std::string_view text, double time, long long
   static const RE2 rank_note(R"(\(RANK (\d+)\))");
   int r = 0;
   if (RE2::PartialMatch(piece(text), rank_note, &r)) {
+    current_.printer = current_.origin.rank;
     current_.origin.rank = r;
     current_.origin.rank_from = "message";
   } else if (next_rank_) {
@@ -176,8 +199,11 @@ void StreamParser::start_traceback(std::string_view text, double time, long long
   next_handled_ = false;
   bool rich = has(text, "\xe2\x95\xad") || has(text, "\xe2\x94\x80");  // ╭ or ─
   state_ = rich ? State::Rich : State::Traceback;
+  // Indented as a whole: pasted so, or the "traceback :" field of torchrun's banner.
   size_t indent = text.find_first_not_of(' ');
-  base_indent_ = !rich && indent != std::string_view::npos && text.substr(indent, 9) == "Traceback"
+  bool field = ends_with(trim(text.substr(0, text.find("Traceback"))), "traceback :");
+  base_indent_ = !rich && indent != std::string_view::npos &&
+                         (field || text.substr(indent, 9) == "Traceback")
                      ? indent
                      : 0;
   rich_header_.clear();
@@ -257,6 +283,7 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
     if (!chain_pending_ && !ranked && !starts_with(text, "Original Traceback"))
       return redispatch(l, time, order);
     if (ranked) {
+      current_.printer = current_.origin.rank;
       current_.origin.rank = r;
       current_.origin.rank_from = "message";
     }
@@ -281,6 +308,7 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
   int index = 0;
   if (RE2::PartialMatch(piece(text), process, &index)) {
     next_rank_ = index;  // mp.spawn: the traceback that follows is process N's
+    current_.category = "launcher";  // this one is the parent re-raising it
     return emit();
   }
   if (text.empty()) {  // a blank line ends the message; a chain may still follow
@@ -290,6 +318,7 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
   bool continuation = !chain_pending_ && continuation_ < 8 && !l.level && !shell_report(text) &&
                       !launcher_line(text) &&
                       !has(text, "Fatal Python error") && !has(text, "terminate called") &&
+                      !starts_with(text, "Exception ignored in") &&
                       !has(text, "Root Cause (first observed failure)");
   if (continuation) {
     add_excerpt(text);
@@ -480,6 +509,7 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
     add_excerpt(text);
     current_.exception = type;
     current_.message = message;
+    current_.garbled = garbled(text);
     state_ = State::AfterException;
     continuation_ = 0;
     return;
@@ -491,6 +521,7 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
   current_.category = category;
   current_.message = std::string(trim(text));
   current_.weak = weak;
+  current_.garbled = garbled(text);
   if (category == "nccl_error") current_.exception = "NCCLError";
   emit();
 }

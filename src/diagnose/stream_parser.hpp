@@ -112,6 +112,8 @@ bool could_matter(std::string_view line);
 // Parses a Python traceback frame line: '  File "x.py", line 12, in f' (also faulthandler's
 // '  File "x.py", line 12 in f' and IPython's 'File /x.py:12, in f(...)').
 bool parse_frame(std::string_view text, Frame& frame);
+// Whether a line shows two processes' output mixed mid-line (a phrase or a number doubled).
+bool garbled(std::string_view text);
 // Whether `text` is an exception line "Type: message" (or a bare exception type), and its parts.
 bool parse_exception_line(std::string_view text, std::string& type, std::string& message);
 

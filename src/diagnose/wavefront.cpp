@@ -204,10 +204,15 @@ std::optional<HangVerdict> attribute_hang(const std::vector<Event>& candidates,
     if (p.timed_out) waiting.insert(p.rank);
   bool echoes = std::any_of(candidates.begin(), candidates.end(),
                             [](const Event& e) { return e.category == "comm_timeout"; });
-  if (!declared && waiting.empty() && !echoes) return std::nullopt;
+  std::map<int, Stack> st = rank_stacks(candidates, stacks);
+  // Stacks someone dumped from live ranks (py-spy, faulthandler's timer), some of them waiting
+  // in a collective: what one takes of a job that hangs.
+  bool dumped = std::any_of(st.begin(), st.end(), [](const auto& s) {
+    return s.second.kind != "traceback" && !s.second.op().empty();
+  });
+  if (!declared && waiting.empty() && !echoes && !dumped) return std::nullopt;
 
   HangVerdict v;
-  std::map<int, Stack> st = rank_stacks(candidates, stacks);
   std::string why;
   std::vector<int> culprits = odd_ranks(facts, &why);
   if (culprits.empty()) culprits = behind(facts, &why);
