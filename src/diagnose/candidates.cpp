@@ -14,7 +14,9 @@ namespace ddpbisect {
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 // A crash dump nobody asked for (faulthandler's "Fatal Python error", our worker's fatal
 // signal) is the failure itself, exit status or not.
@@ -22,15 +24,19 @@ std::optional<Event> crash_from_dump(const Event& e) {
   if (e.kind != EventKind::Stack || e.requested) return std::nullopt;
   if (!starts_with(e.message, "Fatal")) return std::nullopt;
   static const std::vector<std::pair<std::string, std::string>> kCrash = {
-      {"Segmentation fault", "SIGSEGV"}, {"Aborted", "SIGABRT"}, {"Bus error", "SIGBUS"},
-      {"Floating point exception", "SIGFPE"}, {"Illegal instruction", "SIGILL"}};
+      {"Segmentation fault", "SIGSEGV"},
+      {"Aborted", "SIGABRT"},
+      {"Bus error", "SIGBUS"},
+      {"Floating point exception", "SIGFPE"},
+      {"Illegal instruction", "SIGILL"}};
   Event c = e;
   c.kind = EventKind::Error;
   c.category = "signal";
   for (const auto& [text, sig] : kCrash)
     if (e.message.find(text) != std::string::npos) c.exception = sig;
   int num = 0;
-  if (RE2::PartialMatch(e.message, R"(received signal (\d+))", &num)) c.exception = signal_name(num);
+  if (RE2::PartialMatch(e.message, R"(received signal (\d+))", &num))
+    c.exception = signal_name(num);
   if (c.exception.empty()) c.exception = "crash";
   c.message = first_line(e.message);
   return c;
@@ -103,7 +109,8 @@ std::vector<Event> find_candidates(std::vector<Event> events, const Facts& facts
       out.push_back(std::move(*crash));
     }
     if (e.kind != EventKind::Error) continue;
-    if (auto g = e.category == "host_oom" && !e.origin.pid ? captures(e.message, killed_pid) : std::nullopt)
+    if (auto g = e.category == "host_oom" && !e.origin.pid ? captures(e.message, killed_pid)
+                                                           : std::nullopt)
       for (const auto& v : *g) e.origin.pid = std::max<long>(e.origin.pid, number(v, 0));
     // What a memory line implies: Rust's allocator aborts, the kernel's OOM killer SIGKILLs.
     if (e.category == "host_oom" && e.exception.empty()) {
@@ -145,7 +152,8 @@ std::string memory_growth(const Event& x, const Facts& facts) {
   const double gib = 1024.0 * 1024 * 1024;
   char buf[160];
   if (percent >= 90) {
-    std::snprintf(buf, sizeof buf, "its host's memory was %.0f %% used (%.1f GB)", percent, last / gib);
+    std::snprintf(buf, sizeof buf, "its host's memory was %.0f %% used (%.1f GB)", percent,
+                  last / gib);
     return buf;
   }
   if (first <= 0 || last < first * 1.2 || last - first < gib) return "";
@@ -220,7 +228,8 @@ void fold_exits(std::vector<Event>& c, const Facts& facts) {
   });
   // Memory evidence turns a death by signal into host memory exhaustion.
   for (auto& x : c) {
-    if (x.kind != EventKind::Exit || x.category.empty() || !starts_with(x.exception, "SIG")) continue;
+    if (x.kind != EventKind::Exit || x.category.empty() || !starts_with(x.exception, "SIG"))
+      continue;
     long m = matching_memory_line(c, x, deaths);
     if (m >= 0) {
       x.category = "host_oom";
@@ -228,8 +237,8 @@ void fold_exits(std::vector<Event>& c, const Facts& facts) {
       c[static_cast<size_t>(m)].category = "";
     } else if (std::string growth = memory_growth(x, facts); !growth.empty()) {
       x.category = "host_oom";
-      x.message = "killed by " + x.exception + " while " + growth +
-                  " (the kernel's OOM killer, probably)";
+      x.message =
+          "killed by " + x.exception + " while " + growth + " (the kernel's OOM killer, probably)";
     } else if (x.exception == "SIGKILL" && x.category == "signal") {
       x.message += "; no traceback: the kernel's OOM killer is the usual suspect";
     }

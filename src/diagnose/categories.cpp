@@ -22,7 +22,8 @@ const std::vector<Category>& categories() {
        "TORCH_DISTRIBUTED_DEBUG=DETAIL", "ranks ran different collectives (Gloo enforce, DETAIL)"},
       {"comm_timeout", false,
        R"(Timed out waiting \d+ms for (recv|send) operation|Watchdog caught collective operation timeout|failed to pass monitoredBarrier|timed out in monitoredBarrier|NCCL communicator was aborted|received errors while waiting for send/recv)",
-       "TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+       "TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+       "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
        "a collective timed out (Gloo recv timeout, NCCL watchdog, monitored barrier)"},
       {"peer_closed", false,
        R"(Connection closed by (peer|remote peer|localRank)|Connection reset by peer|Broken pipe|remote process exited or there was a network error|Failed to recv, got 0 bytes|ncclRemoteError|Please check rank \d+ logs|ActorDiedError|The actor died unexpectedly)",
@@ -41,8 +42,9 @@ const std::vector<Category>& categories() {
        "join(): a rank exhausted its inputs"},
       {"batch_of_one", true, R"(Expected more than 1 value per channel when training)", "",
        "BatchNorm got a batch of one in training"},
-      {"torn_checkpoint", true, R"(PytorchStreamReader failed reading|failed finding central directory)",
-       "", "a checkpoint read while another rank was writing it"},
+      {"torn_checkpoint", true,
+       R"(PytorchStreamReader failed reading|failed finding central directory)", "",
+       "a checkpoint read while another rank was writing it"},
       {"cuda_oom", true, R"(CUDA out of memory|OutOfMemoryError|CUDA error: out of memory)",
        "CUDA_LAUNCH_BLOCKING=1", "CUDA out of memory"},
       {"cuda_error", true,
@@ -62,7 +64,8 @@ const std::vector<Category>& categories() {
        "", "a rank killed by a signal (SIGKILL, SIGSEGV, SIGABRT, SIGBUS)"},
       {"exit_nonzero", true, "", "", "a rank exited non-zero without an error we could read"},
       {"hang", true, "",
-       "TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+       "TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+       "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
        "the ranks stopped making progress; the culprit is the rank not where the others are"},
       {"trial_timeout", true, "", "TORCH_DISTRIBUTED_DEBUG=DETAIL",
        "the trial ran past limits.trial_timeout"},
@@ -128,6 +131,8 @@ std::string classify_exception(const std::string& type, const std::string& messa
   return "python_exception";
 }
 
-std::string classify_line(const std::string& line) { return first_match(line); }
+std::string classify_line(const std::string& line) {
+  return first_match(line);
+}
 
 }  // namespace ddpbisect

@@ -38,9 +38,9 @@ std::set<int> known_world(const std::vector<Event>& events, const Facts& facts,
 
 struct HangVerdict {
   std::optional<int> culprit;
-  std::vector<Frame> frames;     // where the culprit was
-  std::string reason;            // how the evidence singles it out
-  std::vector<int> waiting;      // the ranks that waited for it
+  std::vector<Frame> frames;                       // where the culprit was
+  std::string reason;                              // how the evidence singles it out
+  std::vector<int> waiting;                        // the ranks that waited for it
   std::vector<std::pair<int, std::string>> stuck;  // rank -> frame key, for the signature
 };
 // The wavefront over positions, stacks and echoes; nullopt when the evidence shows no hang.

@@ -16,7 +16,9 @@ namespace ddpbisect {
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 std::string summarize(const Event& e) {
   std::string s = e.exception.empty() ? e.category : e.exception;
@@ -137,7 +139,9 @@ void prefer_odd_rank(Event& root, const std::vector<Event>& candidates, const Fa
 
 }  // namespace
 
-bool real_primary(const Event& e) { return tier(e) == 0; }
+bool real_primary(const Event& e) {
+  return tier(e) == 0;
+}
 
 std::optional<size_t> choose_root(const std::vector<Event>& c, bool launcher_failed) {
   std::optional<size_t> best;
@@ -256,8 +260,8 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   if (d.root.origin.rank) d.signature.ranks = {*d.root.origin.rank};
   if (hang)
     for (const auto& [r, where] : hang->stuck)
-      if (!where.empty() &&
-          std::find(d.signature.stuck.begin(), d.signature.stuck.end(), where) == d.signature.stuck.end())
+      if (!where.empty() && std::find(d.signature.stuck.begin(), d.signature.stuck.end(), where) ==
+                                d.signature.stuck.end())
         d.signature.stuck.push_back(where);
   std::sort(d.signature.stuck.begin(), d.signature.stuck.end());
   d.ranks = summarize_ranks(c, d.root, world, in, d.root.category == "hang" ? hang : std::nullopt);

@@ -41,12 +41,12 @@ struct Event {
   std::vector<Frame> frames;         // outermost first
   std::vector<std::string> excerpt;  // the raw lines, bounded
   std::string source;                // file the event came from
-  bool requested = false;  // a stack dump ddpbisect asked for (not a failure)
-  bool handled = false;    // logged or ignored by the program ("Exception ignored in", logger)
-  bool weak = false;       // a warning-level line: evidence of trouble, not a failure by itself
-  bool garbled = false;    // read from a line where processes' output mixed mid-line
+  bool requested = false;            // a stack dump ddpbisect asked for (not a failure)
+  bool handled = false;  // logged or ignored by the program ("Exception ignored in", logger)
+  bool weak = false;     // a warning-level line: evidence of trouble, not a failure by itself
+  bool garbled = false;  // read from a line where processes' output mixed mid-line
   bool first_observed = false;  // the launcher named this rank's failure as the first one
-  std::string thread;      // Stack: the thread whose frames these are
+  std::string thread;           // Stack: the thread whose frames these are
 
   const std::optional<int>& rank() const { return origin.rank; }
   const Frame* user_frame() const;  // the innermost user frame, if any
@@ -58,11 +58,11 @@ struct ProcessReport {
   Origin origin;
   std::optional<int> exit_code;  // as the launcher prints it; negative: killed by -exit_code
   int signal = 0;
-  bool root_cause = false;    // torchrun's "Root Cause (first observed failure)"
-  bool memory = false;        // the launcher says it ran out of memory
-  bool sent = false;          // the launcher sent this signal itself (cleanup)
-  bool ambiguous = false;     // the rank shown is the last one spawned, not the failed one
-  bool success = false;       // the launcher says it exited successfully
+  bool root_cause = false;  // torchrun's "Root Cause (first observed failure)"
+  bool memory = false;      // the launcher says it ran out of memory
+  bool sent = false;        // the launcher sent this signal itself (cleanup)
+  bool ambiguous = false;   // the rank shown is the last one spawned, not the failed one
+  bool success = false;     // the launcher says it exited successfully
   std::string source, text;
   long long order = 0;
 };
@@ -70,14 +70,14 @@ struct ProcessReport {
 // A rank's place in the sequence of collectives, from one piece of hang evidence.
 struct Position {
   int rank = 0;
-  std::string kind;  // watchdog, enqueued, heartbeat, flight_recorder, agent, detail, stack
-  int group = 0;     // process group id (0: the default group)
-  long long seq = -1;            // the collective it waited in (or issued last)
-  std::string op;                // ALLREDUCE, BROADCAST, ... upper case; "" unknown
+  std::string kind;    // watchdog, enqueued, heartbeat, flight_recorder, agent, detail, stack
+  int group = 0;       // process group id (0: the default group)
+  long long seq = -1;  // the collective it waited in (or issued last)
+  std::string op;      // ALLREDUCE, BROADCAST, ... upper case; "" unknown
   long long last_enqueued = -1;  // the highest collective it issued
   long long last_completed = -1;
-  bool timed_out = false;   // its own watchdog or timeout fired
-  bool waiting = false;     // blocked in a collective (stack inside one, not completed)
+  bool timed_out = false;     // its own watchdog or timeout fired
+  bool waiting = false;       // blocked in a collective (stack inside one, not completed)
   bool in_collective = true;  // stacks: false when the stack is outside any collective
   std::vector<Frame> frames;  // where it was, outermost first
   std::string source;

@@ -13,7 +13,9 @@ namespace ddpbisect {
 
 namespace {
 
-re2::StringPiece piece(std::string_view s) { return re2::StringPiece(s.data(), s.size()); }
+re2::StringPiece piece(std::string_view s) {
+  return re2::StringPiece(s.data(), s.size());
+}
 
 bool has(std::string_view s, std::string_view needle) {
   return s.find(needle) != std::string_view::npos;
@@ -80,7 +82,7 @@ void FactReader::line(const CleanLine& l, const Origin& origin, long long order)
   if (origin.local_rank && facts_.local_seen[source_].size() < 4096)
     facts_.local_seen[source_].insert(*origin.local_rank);
   if (in_banner_ || has(text, "Root Cause (first observed failure)") ||
-      (ends_with(trim(text), " FAILED") && text.size() < 200)) {
+      (ends_with(trim(text), " FAILED") && text.size() < 200) || trim(text) == "Failures:") {
     banner_line(text, order);
     return;
   }
@@ -176,7 +178,8 @@ using Groups = std::vector<std::string>;
 
 // How each launcher reports on one of its processes: a pattern and what its groups say.
 struct LauncherForm {
-  LauncherForm(const char* pattern, void (*r)(const Groups&, ProcessReport&)) : re(pattern), read(r) {}
+  LauncherForm(const char* pattern, void (*r)(const Groups&, ProcessReport&))
+      : re(pattern), read(r) {}
   RE2 re;
   void (*read)(const Groups& g, ProcessReport& r);
 };
@@ -189,7 +192,8 @@ const std::vector<std::unique_ptr<LauncherForm>>& launcher_forms() {
     };
     add(R"(failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\))",  // torchrun agent
         [](const Groups& g, ProcessReport& r) {
-          set_exit(r, number(g[0])), r.origin.local_rank = number(g[1]), r.origin.pid = number(g[2]);
+          set_exit(r, number(g[0])), r.origin.local_rank = number(g[1]),
+                                     r.origin.pid = number(g[2]);
         });
     add(R"((?:Sending process|Terminating process|Killing subprocess) (\d+)(?: closing signal| via signal)? ?(SIG\w+)?)",
         [](const Groups& g, ProcessReport& r) {
@@ -201,7 +205,9 @@ const std::vector<std::unique_ptr<LauncherForm>>& launcher_forms() {
           r.origin.rank = number(g[0]), set_exit(r, -signal_number(g[1]));
         });
     add(R"(process (\d+) terminated with exit code (-?\d+))",
-        [](const Groups& g, ProcessReport& r) { r.origin.rank = number(g[0]), set_exit(r, number(g[1])); });
+        [](const Groups& g, ProcessReport& r) {
+          r.origin.rank = number(g[0]), set_exit(r, number(g[1]));
+        });
     add(R"(srun: error: (\S+): tasks? (\d+)(?:-\d+)?: (Killed|Out Of Memory|Exited with exit code (\d+)|Segmentation fault|Aborted|Terminated))",
         [](const Groups& g, ProcessReport& r) {
           r.origin.host = g[0], r.origin.rank = number(g[1]), r.memory = g[2] == "Out Of Memory";
@@ -223,8 +229,9 @@ const std::vector<std::unique_ptr<LauncherForm>>& launcher_forms() {
         [](const Groups& g, ProcessReport& r) {
           r.origin.pid = number(g[0], 0), set_exit(r, -shell_signal(g[1])), r.text = "shell: ";
         });
-    add(R"(Process (\d+) exits successfully)",
-        [](const Groups& g, ProcessReport& r) { r.origin.pid = number(g[0]), r.success = true, r.exit_code = 0; });
+    add(R"(Process (\d+) exits successfully)", [](const Groups& g, ProcessReport& r) {
+      r.origin.pid = number(g[0]), r.success = true, r.exit_code = 0;
+    });
     return f;
   }();
   return v;
@@ -266,12 +273,16 @@ void FactReader::launcher_line(std::string_view text, const Origin& origin, long
 // Where a rank was among the collectives: c10d's watchdog and its work counters, DETAIL's
 // fingerprints.
 void FactReader::collective_line(std::string_view text, const Origin& origin) {
-  static const RE2 watchdog(R"(Watchdog caught collective operation timeout: Work\w+\((?:SeqNum=(\d+), )?OpType=(\w+))");
-  static const RE2 counters(R"((?:at work(?: sequence id)?:? (\d+).*?)?[Ll]ast enqueued (?:NCCL )?work: (\d+), last completed (?:NCCL )?work: (-?\d+))");
+  static const RE2 watchdog(
+      R"(Watchdog caught collective operation timeout: Work\w+\((?:SeqNum=(\d+), )?OpType=(\w+))");
+  static const RE2 counters(
+      R"((?:at work(?: sequence id)?:? (\d+).*?)?[Ll]ast enqueued (?:NCCL )?work: (\d+), last completed (?:NCCL )?work: (-?\d+))");
   static const RE2 aborted_on(R"(communicator was aborted on rank (\d+))");
-  static const RE2 fingerprint(R"(Rank (\d+) is running collective: CollectiveFingerPrint\((?:SequenceNumber=(\d+),? ?)?OpType=(\w+))");
+  static const RE2 fingerprint(
+      R"(Rank (\d+) is running collective: CollectiveFingerPrint\((?:SequenceNumber=(\d+),? ?)?OpType=(\w+))");
   std::optional<int> rank = stated_rank(text);
-  if (auto g = !rank ? captures(text, aborted_on) : std::nullopt) rank = static_cast<int>(number((*g)[0]));
+  if (auto g = !rank ? captures(text, aborted_on) : std::nullopt)
+    rank = static_cast<int>(number((*g)[0]));
   if (!rank) rank = origin.rank;
   if (auto g = rank ? captures(text, watchdog) : std::nullopt) {
     Position p;
@@ -300,7 +311,8 @@ void FactReader::collective_line(std::string_view text, const Origin& origin) {
 
 // Echoes that name the rank they lost.
 void FactReader::pointer_line(std::string_view text, const Origin& origin, long long order) {
-  static const RE2 named(R"((?:Please check rank (\d+) logs|from rank (\d+)\. Please check|send/recv from rank (\d+)|Rank (\d+) failed to pass monitoredBarrier))");
+  static const RE2 named(
+      R"((?:Please check rank (\d+) logs|from rank (\d+)\. Please check|send/recv from rank (\d+)|Rank (\d+) failed to pass monitoredBarrier))");
   static const RE2 local(R"(Connection closed by localRank (\d+))");
   static const RE2 died(R"(ActorDiedError|actor died|worker died|Worker unexpectedly exits)");
   static const RE2 pid(R"(^\s*pid: (\d+)\s*$)");
@@ -341,7 +353,8 @@ void FactReader::pid_line(std::string_view text, const Origin& origin) {
     m.pid = number((*g)[0]), m.rank = static_cast<int>(number((*g)[1]));
   } else if (origin.pid && (origin.rank || origin.local_rank)) {
     m.pid = origin.pid, m.rank = origin.rank, m.local_rank = origin.local_rank;
-  } else if (auto g = origin.rank && !has(text, "exitcode") ? captures(text, pid_only) : std::nullopt) {
+  } else if (auto g =
+                 origin.rank && !has(text, "exitcode") ? captures(text, pid_only) : std::nullopt) {
     m.pid = number((*g)[0]), m.rank = origin.rank;
   } else {
     return;
@@ -366,12 +379,14 @@ void FactReader::memory_line(std::string_view text, const Origin& origin) {
   static const RE2 percent(R"((?i)percent\s*[=:]\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%\s*used)");
   if (auto g = captures(text, percent))
     m.percent = static_cast<double>(number((*g)[0].empty() ? (*g)[1].substr(0, (*g)[1].find('.'))
-                                                           : (*g)[0].substr(0, (*g)[0].find('.')), -1));
+                                                           : (*g)[0].substr(0, (*g)[0].find('.')),
+                                           -1));
   bounded_push(facts_.memory, m, kMax);
 }
 
 void FactReader::size_line(std::string_view text) {
-  static const RE2 re(R"((?i)\bworld[ _]size[\s:=]+(\d+)|MEMBER: \d+/(\d+)|Starting with (\d+) processes|GLOBAL_RANK: (\d+))");
+  static const RE2 re(
+      R"((?i)\bworld[ _]size[\s:=]+(\d+)|MEMBER: \d+/(\d+)|Starting with (\d+) processes|GLOBAL_RANK: (\d+))");
   auto g = captures(text, re);
   if (!g) return;
   for (size_t i = 0; i < 3; ++i)

@@ -25,11 +25,11 @@ struct Facts {
   std::vector<Pointer> pointers;
   std::vector<PidRank> pids;
   std::vector<MemorySample> memory;
-  std::set<int> ranks_seen;       // every global rank a tag, a file or a message names
+  std::set<int> ranks_seen;  // every global rank a tag, a file or a message names
   std::map<std::string, std::set<int>> local_seen;  // per source: node-local ranks tagged
-  int world_size = 0;             // the largest world size a log states
+  int world_size = 0;                               // the largest world size a log states
   std::map<int, long long> heartbeat_seq;  // each rank's last heartbeat's count of collectives
-  bool launcher_seen = false;     // a launcher's own lines are present (torchrun, srun, ...)
+  bool launcher_seen = false;  // a launcher's own lines are present (torchrun, srun, ...)
   // Per source file: node-local rank -> global rank, from banners and self-naming lines.
   std::map<std::string, std::map<int, int>> local_to_global;
 
@@ -64,9 +64,9 @@ class FactReader {
   bool banner_root_ = false;  // in the "Root Cause" part of the banner
   ProcessReport entry_;       // the banner entry being read
   bool entry_open_ = false;
-  int mpirun_lines_ = 0;      // lines left of an mpirun "Process name:" report
+  int mpirun_lines_ = 0;  // lines left of an mpirun "Process name:" report
   std::optional<int> mpirun_rank_;
-  int died_context_ = 0;      // lines left in which a "pid: N" names a process that died
+  int died_context_ = 0;  // lines left in which a "pid: N" names a process that died
   static constexpr size_t kMax = 4096;
 };
 

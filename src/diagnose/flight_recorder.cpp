@@ -37,12 +37,14 @@ class Unpickler {
   uint64_t le(size_t n) {
     need(n);
     uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(b_[pos_ + i])) << (8 * i);
+    for (size_t i = 0; i < n; ++i)
+      v |= static_cast<uint64_t>(static_cast<unsigned char>(b_[pos_ + i])) << (8 * i);
     pos_ += n;
     return v;
   }
   void need(size_t n) const {
-    if (pos_ + n > b_.size()) throw std::runtime_error("truncated pickle at byte " + std::to_string(pos_));
+    if (pos_ + n > b_.size())
+      throw std::runtime_error("truncated pickle at byte " + std::to_string(pos_));
   }
   std::string bytes(size_t n) {
     need(n);
@@ -51,13 +53,15 @@ class Unpickler {
     return s;
   }
   json pop() {
-    if (stack_.empty()) throw std::runtime_error("pickle stack underflow at byte " + std::to_string(pos_));
+    if (stack_.empty())
+      throw std::runtime_error("pickle stack underflow at byte " + std::to_string(pos_));
     json v = std::move(stack_.back());
     stack_.pop_back();
     return v;
   }
   std::vector<json> pop_mark() {
-    if (marks_.empty()) throw std::runtime_error("pickle MARK missing at byte " + std::to_string(pos_));
+    if (marks_.empty())
+      throw std::runtime_error("pickle MARK missing at byte " + std::to_string(pos_));
     size_t m = marks_.back();
     marks_.pop_back();
     std::vector<json> items(std::make_move_iterator(stack_.begin() + static_cast<long>(m)),
@@ -71,7 +75,8 @@ class Unpickler {
     memo_[id] = stack_.back();
   }
   json& top() {
-    if (stack_.empty()) throw std::runtime_error("pickle stack underflow at byte " + std::to_string(pos_));
+    if (stack_.empty())
+      throw std::runtime_error("pickle stack underflow at byte " + std::to_string(pos_));
     return stack_.back();
   }
   static std::string key(const json& k) { return k.is_string() ? k.get<std::string>() : k.dump(); }
@@ -82,18 +87,41 @@ class Unpickler {
 
   bool step(unsigned char op) {
     switch (op) {
-      case 0x80: le(1); return true;                         // PROTO
-      case 0x95: le(8); return true;                         // FRAME
-      case '}': stack_.push_back(json::object()); return true;
-      case ']': case ')': stack_.push_back(json::array()); return true;
-      case '(': marks_.push_back(stack_.size()); return true;
-      case 'N': stack_.push_back(nullptr); return true;
-      case 0x88: stack_.push_back(true); return true;
-      case 0x89: stack_.push_back(false); return true;
-      case 'K': stack_.push_back(le(1)); return true;
-      case 'M': stack_.push_back(le(2)); return true;
-      case 'J': stack_.push_back(static_cast<int32_t>(le(4))); return true;
-      case 0x8a: {                                           // LONG1
+      case 0x80:
+        le(1);
+        return true;  // PROTO
+      case 0x95:
+        le(8);
+        return true;  // FRAME
+      case '}':
+        stack_.push_back(json::object());
+        return true;
+      case ']':
+      case ')':
+        stack_.push_back(json::array());
+        return true;
+      case '(':
+        marks_.push_back(stack_.size());
+        return true;
+      case 'N':
+        stack_.push_back(nullptr);
+        return true;
+      case 0x88:
+        stack_.push_back(true);
+        return true;
+      case 0x89:
+        stack_.push_back(false);
+        return true;
+      case 'K':
+        stack_.push_back(le(1));
+        return true;
+      case 'M':
+        stack_.push_back(le(2));
+        return true;
+      case 'J':
+        stack_.push_back(static_cast<int32_t>(le(4)));
+        return true;
+      case 0x8a: {  // LONG1
         size_t n = le(1);
         if (n > 8) throw std::runtime_error("pickle LONG1 wider than 64 bits");
         uint64_t v = le(n);
@@ -101,7 +129,7 @@ class Unpickler {
         stack_.push_back(static_cast<int64_t>(v));
         return true;
       }
-      case 'G': {                                            // BINFLOAT, big-endian
+      case 'G': {  // BINFLOAT, big-endian
         need(8);
         uint64_t v = 0;
         for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(b_[pos_ + i]);
@@ -111,33 +139,69 @@ class Unpickler {
         stack_.push_back(d);
         return true;
       }
-      case 'X': case 'T': stack_.push_back(bytes(le(4))); return true;
-      case 0x8c: case 'U': case 'C': stack_.push_back(bytes(le(1))); return true;
-      case 0x8d: case 'B': stack_.push_back(bytes(op == 'B' ? le(4) : le(8))); return true;
-      case 'q': memo_put(le(1)); return true;
-      case 'r': memo_put(le(4)); return true;
-      case 0x94: memo_put(memo_.size()); return true;        // MEMOIZE
-      case 'h': case 'j': {
+      case 'X':
+      case 'T':
+        stack_.push_back(bytes(le(4)));
+        return true;
+      case 0x8c:
+      case 'U':
+      case 'C':
+        stack_.push_back(bytes(le(1)));
+        return true;
+      case 0x8d:
+      case 'B':
+        stack_.push_back(bytes(op == 'B' ? le(4) : le(8)));
+        return true;
+      case 'q':
+        memo_put(le(1));
+        return true;
+      case 'r':
+        memo_put(le(4));
+        return true;
+      case 0x94:
+        memo_put(memo_.size());
+        return true;  // MEMOIZE
+      case 'h':
+      case 'j': {
         size_t id = op == 'h' ? le(1) : le(4);
-        if (id >= memo_.size()) throw std::runtime_error("pickle memo miss at byte " + std::to_string(pos_));
+        if (id >= memo_.size())
+          throw std::runtime_error("pickle memo miss at byte " + std::to_string(pos_));
         stack_.push_back(memo_[id]);
         return true;
       }
-      case 's': { json v = pop(), k = pop(); top()[key(k)] = std::move(v); return true; }
-      case 'u': set_items(pop_mark()); return true;
-      case 'a': { json v = pop(); top().push_back(std::move(v)); return true; }
-      case 'e': for (auto& v : pop_mark()) top().push_back(std::move(v)); return true;
-      case 't': stack_.push_back(json(pop_mark())); return true;
-      case 0x85: case 0x86: case 0x87: {                     // TUPLE1..3
+      case 's': {
+        json v = pop(), k = pop();
+        top()[key(k)] = std::move(v);
+        return true;
+      }
+      case 'u':
+        set_items(pop_mark());
+        return true;
+      case 'a': {
+        json v = pop();
+        top().push_back(std::move(v));
+        return true;
+      }
+      case 'e':
+        for (auto& v : pop_mark()) top().push_back(std::move(v));
+        return true;
+      case 't':
+        stack_.push_back(json(pop_mark()));
+        return true;
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
         size_t n = op - 0x84;
         if (stack_.size() < n) throw std::runtime_error("pickle stack underflow");
         json t = json::array();
-        for (size_t i = stack_.size() - n; i < stack_.size(); ++i) t.push_back(std::move(stack_[i]));
+        for (size_t i = stack_.size() - n; i < stack_.size(); ++i)
+          t.push_back(std::move(stack_[i]));
         stack_.resize(stack_.size() - n);
         stack_.push_back(std::move(t));
         return true;
       }
-      default: return false;
+      default:
+        return false;
     }
   }
 
@@ -156,7 +220,9 @@ bool default_group(const json& e) {
 
 }  // namespace
 
-json pickle_to_json(std::string_view bytes) { return Unpickler(bytes).run(); }
+json pickle_to_json(std::string_view bytes) {
+  return Unpickler(bytes).run();
+}
 
 bool looks_like_pickle(std::string_view b) {
   return b.size() > 2 && static_cast<unsigned char>(b[0]) == 0x80 && b[1] >= 2 && b[1] <= 5;

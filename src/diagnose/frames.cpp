@@ -12,22 +12,41 @@ namespace {
 // Modules of the standard library and of the libraries training scripts run under, as py-spy
 // names them (a path relative to its sys.path entry).
 bool relative_library_path(const std::string& file) {
-  static const char* kTop[] = {
-      "torch/",     "tqdm/",        "transformers/", "accelerate/",        "deepspeed/",
-      "lightning/", "datasets/",    "numpy/",        "pytorch_lightning/", "lightning_fabric/",
-      "hydra/",     "ray/",         "concurrent/",   "multiprocessing/",   "asyncio/",
-      "importlib/", "logging/",     "json/",         "http/",              "urllib/",
-      "email/",     "ctypes/",      "unittest/",     "xml/",               "encodings/"};
+  static const char* kTop[] = {"torch/",
+                               "tqdm/",
+                               "transformers/",
+                               "accelerate/",
+                               "deepspeed/",
+                               "lightning/",
+                               "datasets/",
+                               "numpy/",
+                               "pytorch_lightning/",
+                               "lightning_fabric/",
+                               "hydra/",
+                               "ray/",
+                               "concurrent/",
+                               "multiprocessing/",
+                               "asyncio/",
+                               "importlib/",
+                               "logging/",
+                               "json/",
+                               "http/",
+                               "urllib/",
+                               "email/",
+                               "ctypes/",
+                               "unittest/",
+                               "xml/",
+                               "encodings/"};
   for (const char* t : kTop)
     if (starts_with(file, t)) return true;
   if (file.find('/') != std::string::npos) return false;
   static const char* kStdlib[] = {
-      "threading.py", "queue.py",   "contextlib.py", "selectors.py", "socket.py",   "subprocess.py",
-      "functools.py", "runpy.py",   "typing.py",     "abc.py",       "weakref.py",  "copy.py",
-      "pickle.py",    "codecs.py",  "os.py",         "io.py",        "shutil.py",   "tempfile.py",
-      "signal.py",    "random.py",  "warnings.py",   "traceback.py", "inspect.py",  "pathlib.py",
-      "argparse.py",  "enum.py",    "ssl.py",        "zipfile.py",   "tarfile.py",  "glob.py",
-      "sched.py",     "timeit.py",  "genericpath.py", "posixpath.py", "bisect.py",  "heapq.py"};
+      "threading.py", "queue.py",  "contextlib.py",  "selectors.py", "socket.py",  "subprocess.py",
+      "functools.py", "runpy.py",  "typing.py",      "abc.py",       "weakref.py", "copy.py",
+      "pickle.py",    "codecs.py", "os.py",          "io.py",        "shutil.py",  "tempfile.py",
+      "signal.py",    "random.py", "warnings.py",    "traceback.py", "inspect.py", "pathlib.py",
+      "argparse.py",  "enum.py",   "ssl.py",         "zipfile.py",   "tarfile.py", "glob.py",
+      "sched.py",     "timeit.py", "genericpath.py", "posixpath.py", "bisect.py",  "heapq.py"};
   for (const char* s : kStdlib)
     if (file == s) return true;
   return false;
@@ -35,10 +54,10 @@ bool relative_library_path(const std::string& file) {
 }  // namespace
 
 bool is_library_frame(const std::string& file, const std::vector<std::string>& extra) {
-  static const char* kLibrary[] = {"/site-packages/", "/dist-packages/", "/lib/python3",
-                                   "/lib/python2",    "<frozen ",        "runpy.py",
-                                   "/torch/",         ".pyx",            "/multiprocessing/",
-                                   "<string>",        "/lib64/python3"};
+  static const char* kLibrary[] = {
+      "/site-packages/",   "/dist-packages/", "/lib/python3",  "/lib/python2",
+      "<frozen ",          "runpy.py",        "/torch/",       ".pyx",
+      "/multiprocessing/", "<string>",        "/lib64/python3"};
   for (const char* p : kLibrary)
     if (file.find(p) != std::string::npos) return true;
   for (const auto& p : extra)

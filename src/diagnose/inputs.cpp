@@ -24,7 +24,8 @@ std::optional<std::string> add_paths(const std::vector<std::string>& paths, Diag
 // "slurm-884301.out" a job. A name's rank is only a default: a file that turns out to be a
 // launcher's console (log_reader.cpp) loses it.
 std::optional<int> rank_of(const fs::path& p, const fs::path& root) {
-  static const RE2 named(R"((?i)(?:^|[^a-z])(?:rank|worker|proc|process|default)[_\-.]?(\d{1,5})(?:[^\d]|$))");
+  static const RE2 named(
+      R"((?i)(?:^|[^a-z])(?:rank|worker|proc|process|default)[_\-.]?(\d{1,5})(?:[^\d]|$))");
   static const RE2 bare_stem(R"(^(\d{1,5})$)");
   static const RE2 log_suffix(R"(^(?:log|out|err|stdout|stderr)\.(\d{1,5})$)");
   std::string rel = fs::relative(p, root).string();
@@ -94,7 +95,8 @@ std::optional<std::string> add_folder(const fs::path& p, const std::string& raw,
   std::error_code ec;
   std::vector<fs::path> files;
   fs::path last_attempt;
-  for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+  for (auto it =
+           fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (!it->is_regular_file()) continue;
@@ -106,16 +108,17 @@ std::optional<std::string> add_folder(const fs::path& p, const std::string& raw,
         last_attempt = part;
   }
   std::sort(files.begin(), files.end());
-  size_t before = in.logs.size() + in.error_files.size() + in.flight_recorder.size() +
-                  in.agent_traces.size();
+  size_t before =
+      in.logs.size() + in.error_files.size() + in.flight_recorder.size() + in.agent_traces.size();
   for (const auto& f : files) {
     bool in_attempt = f.string().find("/attempt_") != std::string::npos;
-    if (!last_attempt.empty() && in_attempt && f.string().rfind(last_attempt.string() + "/", 0) != 0)
+    if (!last_attempt.empty() && in_attempt &&
+        f.string().rfind(last_attempt.string() + "/", 0) != 0)
       continue;
     add_file(f, in_attempt && !last_attempt.empty() ? last_attempt : p, in);
   }
-  if (in.logs.size() + in.error_files.size() + in.flight_recorder.size() +
-          in.agent_traces.size() == before)
+  if (in.logs.size() + in.error_files.size() + in.flight_recorder.size() + in.agent_traces.size() ==
+      before)
     return raw + ": no log files in this folder";
   return std::nullopt;
 }

@@ -14,35 +14,39 @@ namespace {
 enum class Tag { None, Rank, LocalRank, Pid, Level, PyLevel };
 
 struct Prefix {
-  Tag tag;      // what the first capture group says
-  Tag tag2;     // what the second says (None: nothing)
+  Tag tag;   // what the first capture group says
+  Tag tag2;  // what the second says (None: nothing)
   const char* pattern;
 };
 
 // Anchored prefixes seen in front of what a rank printed; the first capture is `tag`.
 const std::vector<Prefix>& prefixes() {
   static const std::vector<Prefix> v = {
-      {Tag::Rank, Tag::None, R"(\[(?:rank)?(\d{1,6})\]: ?)"},           // torch 2.x, [3]:
-      {Tag::LocalRank, Tag::None, R"(\[default(\d{1,6})\]: ?)"},         // torchrun --tee
+      {Tag::Rank, Tag::None, R"(\[(?:rank)?(\d{1,6})\]: ?)"},     // torch 2.x, [3]:
+      {Tag::LocalRank, Tag::None, R"(\[default(\d{1,6})\]: ?)"},  // torchrun --tee
       {Tag::Rank, Tag::None, R"(\[\d+,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std(?:out|err)>: ?)"},
       {Tag::Rank, Tag::Pid, R"(\(\w+ rank=(\d+) pid=(\d+)[^)]*\) )"},  // vLLM workers
-      {Tag::Pid, Tag::None, R"(\((?:\w+ )?pid=(\d+)[^)]*\) )"},              // Ray workers
-      {Tag::None, Tag::None, R"((?:stdout|stderr): )"},                  // accelerate test
-      {Tag::None, Tag::None, R"(\d+(?:\.\d+)?s\t\d+\t)"},                // Kaggle's columns
-      {Tag::Rank, Tag::None, R"((\d{1,5}): )"},                          // srun --label
-      {Tag::Rank, Tag::None, R"([A-Za-z][\w.-]*:(\d{1,5}): )"},         // host:RANK:
-      {Tag::Rank, Tag::None, R"(\[(\d{1,5})\] )"},                       // [N] tags
+      {Tag::Pid, Tag::None, R"(\((?:\w+ )?pid=(\d+)[^)]*\) )"},        // Ray workers
+      {Tag::None, Tag::None, R"((?:stdout|stderr): )"},                // accelerate test
+      {Tag::None, Tag::None, R"(\d+(?:\.\d+)?s\t\d+\t)"},              // Kaggle's columns
+      {Tag::Rank, Tag::None, R"((\d{1,5}): )"},                        // srun --label
+      {Tag::Rank, Tag::None, R"([A-Za-z][\w.-]*:(\d{1,5}): )"},        // host:RANK:
+      {Tag::Rank, Tag::None, R"(\[(\d{1,5})\] )"},                     // [N] tags
       // Timestamps, alone or opening a logger's header.
       {Tag::PyLevel, Tag::None,
        R"((?:\[[A-Za-z][\w-]*\] )?\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:- |\| )?(?:[\w.]+ (?:- |\| ))?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: - | \| [\w.]+ \| |:? +))?\s*)"},
       {Tag::PyLevel, Tag::None, R"((DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:)"},  // logging
-      {Tag::PyLevel, Tag::None, R"([\w.]+: \[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )"},  // torch 2.1
+      {Tag::PyLevel, Tag::None,
+       R"([\w.]+: \[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )"},                          // torch 2.1
       {Tag::Level, Tag::None, R"(([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\] ]+\] )"},  // glog
       {Tag::Level, Tag::None, R"(\[([IWEF])(?:\d{4} \d\d:\d\d:\d\d\.\d+)? [^\] ]+\] ?)"},  // c10
-      {Tag::PyLevel, Tag::None, R"(\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\|[^\]]*\] (?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ >> )?)"},
-      {Tag::PyLevel, Tag::None, R"(\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] +(DEBUG|INFO|WARNING|ERROR|CRITICAL) +)"},
+      {Tag::PyLevel, Tag::None,
+       R"(\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\|[^\]]*\] (?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ >> )?)"},
+      {Tag::PyLevel, Tag::None,
+       R"(\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] +(DEBUG|INFO|WARNING|ERROR|CRITICAL) +)"},
       {Tag::Level, Tag::None, R"( {10,}(DEBUG|INFO|WARNING|ERROR|CRITICAL) {2,})"},  // rich
-      {Tag::PyLevel, Tag::None, R"(\d\d/\d\d/\d{4} \d\d:\d\d:\d\d \[(DEBUG|INFO|WARNING|ERROR)[^\]]*\]: )"},
+      {Tag::PyLevel, Tag::None,
+       R"(\d\d/\d\d/\d{4} \d\d:\d\d:\d\d \[(DEBUG|INFO|WARNING|ERROR)[^\]]*\]: )"},
       {Tag::PyLevel, Tag::None, R"(\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?:\[[^\]]*\] )?)"},
   };
   return v;
@@ -100,9 +104,11 @@ size_t embedded_start(std::string_view text) {
   for (size_t at = anchor_at(text); at > 0; at = anchor_at(text, at + 1)) {
     std::string_view before = text.substr(0, at);
     char c = before.back();
-    bool after_bar = c == ']' || c == '|' ||
-                     (c == ' ' && RE2::PartialMatch(re2::StringPiece(before.data(), before.size()), progress));
-    bool rank_prefix = starts_with(text.substr(at), "[rank") || starts_with(text.substr(at), "[default");
+    bool after_bar =
+        c == ']' || c == '|' ||
+        (c == ' ' && RE2::PartialMatch(re2::StringPiece(before.data(), before.size()), progress));
+    bool rank_prefix =
+        starts_with(text.substr(at), "[rank") || starts_with(text.substr(at), "[default");
     if (rank_prefix || after_bar) return at;
   }
   return 0;
@@ -157,6 +163,9 @@ bool strip_known_prefix(std::string_view& text, CleanLine& line) {
     if (used == 0) continue;
     const Prefix& p = prefixes()[i];
     if (used == text.size() && p.tag == Tag::Rank) continue;  // "[0]:" is a banner entry
+    // "train.py:411: UserWarning:" is a warning's location, not a host and a rank.
+    if (p.tag == Tag::Rank && text.substr(0, used).find(".py:") != std::string_view::npos)
+      continue;
     // "[N] " tags are followed by text, not by more spaces (bash's "[1]+  Killed" is a job).
     if (p.tag == Tag::Rank && text[0] == '[' && used >= 2 && text[used - 2] == ']' &&
         text[used - 1] == ' ' && used < text.size() && text[used] == ' ')
@@ -204,8 +213,8 @@ bool LineCleaner::learn(std::string_view text, size_t anchor, std::string_view p
   return false;
 }
 
-void LineCleaner::one(std::string_view text, std::string_view previous,
-                      std::vector<CleanLine>& out, int depth) {
+void LineCleaner::one(std::string_view text, std::string_view previous, std::vector<CleanLine>& out,
+                      int depth) {
   CleanLine line;
   for (int i = 0; i < 8; ++i)
     if (!strip_known_prefix(text, line) && !strip_learned(text)) break;
@@ -243,9 +252,8 @@ void LineCleaner::clean(std::string_view physical, std::string_view previous,
     size_t cr = physical.find('\r', start);
     size_t esc = physical.find("#015", start);
     size_t end = std::min(cr, esc);
-    std::string_view piece = physical.substr(start, end == std::string_view::npos
-                                                        ? std::string_view::npos
-                                                        : end - start);
+    std::string_view piece = physical.substr(
+        start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (!piece.empty() || end == std::string_view::npos) one(piece, previous, out, 0);
     if (end == std::string_view::npos) break;
     start = end + (end == cr ? 1 : 4);

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/text.hpp"
 #include "diagnose/categories.hpp"
@@ -202,10 +202,10 @@ class Reader {
   }
 
   StreamParser& parser(const CleanLine& l, const Origin& origin) {
-    std::string key = l.rank ? "r" + std::to_string(*l.rank)
+    std::string key = l.rank         ? "r" + std::to_string(*l.rank)
                       : l.local_rank ? "l" + std::to_string(*l.local_rank)
-                      : l.pid       ? "p" + std::to_string(l.pid)
-                                    : "-";
+                      : l.pid        ? "p" + std::to_string(l.pid)
+                                     : "-";
     auto& p = parsers_[key];
     if (!p) p = std::make_unique<StreamParser>(origin, log_.path, library_);
     return *p;

@@ -20,7 +20,9 @@ inline std::optional<std::vector<std::string>> captures(std::string_view text, c
                 groups.data(), n + 1))
     return std::nullopt;
   std::vector<std::string> out;
-  for (int i = 1; i <= n; ++i) out.emplace_back(groups[static_cast<size_t>(i)].data() ? std::string(groups[static_cast<size_t>(i)]) : "");
+  for (int i = 1; i <= n; ++i)
+    out.emplace_back(
+        groups[static_cast<size_t>(i)].data() ? std::string(groups[static_cast<size_t>(i)]) : "");
   return out;
 }
 

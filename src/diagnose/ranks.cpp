@@ -14,7 +14,9 @@ namespace ddpbisect {
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 void set_rank(Event& e, int rank, const char* how) {
   e.origin.rank = rank;
@@ -109,8 +111,10 @@ std::optional<int> pointed_rank(const Facts& facts) {
   std::map<int, int> votes;
   for (const auto& p : facts.pointers) {
     std::optional<int> to;
-    if (p.to >= 0) to = p.local ? global_of_local(p.to, p.source, facts) : std::optional<int>(p.to);
-    else to = rank_of_pid(p.pid, p.source, facts);
+    if (p.to >= 0)
+      to = p.local ? global_of_local(p.to, p.source, facts) : std::optional<int>(p.to);
+    else
+      to = rank_of_pid(p.pid, p.source, facts);
     if (to && (!p.from || *p.from != *to)) ++votes[*to];
   }
   std::optional<int> best;

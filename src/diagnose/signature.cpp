@@ -10,7 +10,9 @@ namespace ddpbisect {
 using nlohmann::json;
 
 namespace {
-json rank_json(const std::optional<int>& r) { return r ? json(*r) : json(nullptr); }
+json rank_json(const std::optional<int>& r) {
+  return r ? json(*r) : json(nullptr);
+}
 }  // namespace
 
 std::string rank_words(const std::optional<int>& rank) {

@@ -16,9 +16,13 @@ bool has(std::string_view s, std::string_view needle) {
   return s.find(needle) != std::string_view::npos;
 }
 
-re2::StringPiece piece(std::string_view s) { return re2::StringPiece(s.data(), s.size()); }
+re2::StringPiece piece(std::string_view s) {
+  return re2::StringPiece(s.data(), s.size());
+}
 
-bool indented(std::string_view s) { return !s.empty() && (s[0] == ' ' || s[0] == '\t'); }
+bool indented(std::string_view s) {
+  return !s.empty() && (s[0] == ' ' || s[0] == '\t');
+}
 
 // An exception's type names itself: Error, Exception, Interrupt, ... or is a dotted class path.
 bool plausible_type(const std::string& type, bool has_message) {
@@ -82,7 +86,9 @@ const RE2& trigger_regex() {
   return re;
 }
 
-bool could_matter(std::string_view line) { return RE2::PartialMatch(piece(line), trigger_regex()); }
+bool could_matter(std::string_view line) {
+  return RE2::PartialMatch(piece(line), trigger_regex());
+}
 
 bool parse_frame(std::string_view text, Frame& f) {
   static const RE2 python(R"re(^\s*File "([^"]*)", line (\d+)(?:,? in (.+?))?\s*$)re");
@@ -147,10 +153,8 @@ void StreamParser::add_frame(Frame f) {
 void StreamParser::emit() {
   if (current_.kind == EventKind::Error) {
     // A chain's cause without a frame of the user's: the later tracebacks say where it happened.
-    if (!current_.user_frame() &&
-        std::any_of(chained_frames_.begin(), chained_frames_.end(), [](const Frame& f) {
-          return f.user;
-        }))
+    if (!current_.user_frame() && std::any_of(chained_frames_.begin(), chained_frames_.end(),
+                                              [](const Frame& f) { return f.user; }))
       current_.frames = chained_frames_;
     if (!chained_text_.empty()) current_.message += chained_text_;
     if (current_.category.empty())
@@ -202,10 +206,10 @@ void StreamParser::start_traceback(std::string_view text, double time, long long
   // Indented as a whole: pasted so, or the "traceback :" field of torchrun's banner.
   size_t indent = text.find_first_not_of(' ');
   bool field = ends_with(trim(text.substr(0, text.find("Traceback"))), "traceback :");
-  base_indent_ = !rich && indent != std::string_view::npos &&
-                         (field || text.substr(indent, 9) == "Traceback")
-                     ? indent
-                     : 0;
+  base_indent_ =
+      !rich && indent != std::string_view::npos && (field || text.substr(indent, 9) == "Traceback")
+          ? indent
+          : 0;
   rich_header_.clear();
 }
 
@@ -214,7 +218,8 @@ void StreamParser::line(const CleanLine& in, double time, long long order) {
   // A traceback pasted with every line indented (or in a banner's field) reads as if it were not.
   CleanLine shifted;
   const CleanLine* lp = &in;
-  bool block = state_ == State::Traceback || state_ == State::AfterException || state_ == State::Rich;
+  bool block =
+      state_ == State::Traceback || state_ == State::AfterException || state_ == State::Rich;
   if (block && base_indent_ > 0 && in.text.size() >= base_indent_ &&
       in.text.find_first_not_of(' ') >= base_indent_) {
     shifted = in;
@@ -224,18 +229,26 @@ void StreamParser::line(const CleanLine& in, double time, long long order) {
   const CleanLine& l = *lp;
   std::string_view text = l.text;
   switch (state_) {
-    case State::Traceback: return traceback_line(l, time, order);
-    case State::AfterException: return after_exception_line(l, time, order);
-    case State::Rich: return rich_line(l, time, order);
-    case State::Dump: return dump_line(l, time, order);
-    case State::PySpy: return pyspy_line(l, time, order);
-    case State::CollectiveStack: return collective_stack_line(l, time, order);
-    case State::Terminate: return terminate_line(l, time, order);
+    case State::Traceback:
+      return traceback_line(l, time, order);
+    case State::AfterException:
+      return after_exception_line(l, time, order);
+    case State::Rich:
+      return rich_line(l, time, order);
+    case State::Dump:
+      return dump_line(l, time, order);
+    case State::PySpy:
+      return pyspy_line(l, time, order);
+    case State::CollectiveStack:
+      return collective_stack_line(l, time, order);
+    case State::Terminate:
+      return terminate_line(l, time, order);
     case State::CppBacktrace:
       if (starts_with(trim(text), "frame #")) return;
       state_ = State::Idle;
       break;
-    case State::Idle: break;
+    case State::Idle:
+      break;
   }
   idle_line(l, time, order);
 }
@@ -307,7 +320,7 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
   static const RE2 process(R"(^\s*-- Process (\d+) terminated with the following error)");
   int index = 0;
   if (RE2::PartialMatch(piece(text), process, &index)) {
-    next_rank_ = index;  // mp.spawn: the traceback that follows is process N's
+    next_rank_ = index;              // mp.spawn: the traceback that follows is process N's
     current_.category = "launcher";  // this one is the parent re-raising it
     return emit();
   }
@@ -316,8 +329,8 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
     return;
   }
   bool continuation = !chain_pending_ && continuation_ < 8 && !l.level && !shell_report(text) &&
-                      !launcher_line(text) &&
-                      !has(text, "Fatal Python error") && !has(text, "terminate called") &&
+                      !launcher_line(text) && !has(text, "Fatal Python error") &&
+                      !has(text, "terminate called") &&
                       !starts_with(text, "Exception ignored in") &&
                       !has(text, "Root Cause (first observed failure)");
   if (continuation) {
@@ -358,7 +371,8 @@ void StreamParser::rich_line(const CleanLine& l, double time, long long order) {
   add_excerpt(text);
   std::string_view row = trim(text.substr(bar.size()));
   if (ends_with(row, bar)) row = trim(row.substr(0, row.size() - bar.size()));
-  bool code = !row.empty() && ((row[0] >= '0' && row[0] <= '9') || starts_with(row, "\xe2\x9d\xb1"));
+  bool code =
+      !row.empty() && ((row[0] >= '0' && row[0] <= '9') || starts_with(row, "\xe2\x9d\xb1"));
   if (row.empty() || code || row.find(bar) != std::string_view::npos) {
     flush();
     return;
@@ -431,7 +445,8 @@ bool StreamParser::start_block(const CleanLine& l, double time, long long order)
     }
     return true;
   }
-  if (RE2::PartialMatch(piece(text), pyspy_process, &pid) || RE2::PartialMatch(piece(text), pyspy_thread())) {
+  if (RE2::PartialMatch(piece(text), pyspy_process, &pid) ||
+      RE2::PartialMatch(piece(text), pyspy_thread())) {
     start_event(EventKind::Stack, time, order);
     current_.message = "py-spy dump";
     if (pid) current_.origin.pid = pid;

@@ -39,14 +39,14 @@ class StreamParser {
  private:
   enum class State {
     Idle,
-    Traceback,       // frames of a traceback, until its exception line
-    AfterException,  // message continuation, chains, nested and remote tracebacks
-    Rich,            // rich's boxed traceback
-    Dump,            // faulthandler or our worker's stack dump
-    PySpy,           // py-spy dump
-    CollectiveStack, // NCCL's "Stack trace of the failed collective"
-    Terminate,       // terminate called ... what():
-    CppBacktrace     // c10's "Exception raised from ... frame #N" lines
+    Traceback,        // frames of a traceback, until its exception line
+    AfterException,   // message continuation, chains, nested and remote tracebacks
+    Rich,             // rich's boxed traceback
+    Dump,             // faulthandler or our worker's stack dump
+    PySpy,            // py-spy dump
+    CollectiveStack,  // NCCL's "Stack trace of the failed collective"
+    Terminate,        // terminate called ... what():
+    CppBacktrace      // c10's "Exception raised from ... frame #N" lines
   };
 
   void idle_line(const CleanLine& l, double time, long long order);

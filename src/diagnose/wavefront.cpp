@@ -43,7 +43,8 @@ std::string stack_op(const std::vector<Frame>& frames) {
     return normalize_op(it->function);
   }
   for (auto it = frames.rbegin(); it != frames.rend() && depth < 12; ++it, ++depth)
-    if (it->file.find("torch/autograd") != std::string::npos && it->function.find("backward") != std::string::npos)
+    if (it->file.find("torch/autograd") != std::string::npos &&
+        it->function.find("backward") != std::string::npos)
       return "BACKWARD";  // DDP's gradient all-reduce runs inside the backward pass
   return "";
 }
@@ -65,8 +66,10 @@ struct Stack {
 std::map<int, Stack> rank_stacks(const std::vector<Event>& candidates,
                                  const std::vector<Event>& stacks) {
   std::map<int, Stack> out;
-  auto offer = [&](int rank, const std::vector<Frame>& frames, const std::string& kind, int rank_of_kind) {
-    static const std::map<std::string, int> order = {{"dump", 0}, {"collective", 1}, {"traceback", 2}};
+  auto offer = [&](int rank, const std::vector<Frame>& frames, const std::string& kind,
+                   int rank_of_kind) {
+    static const std::map<std::string, int> order = {
+        {"dump", 0}, {"collective", 1}, {"traceback", 2}};
     auto it = out.find(rank);
     if (frames.empty()) return;
     if (it != out.end() && order.at(it->second.kind) <= rank_of_kind) return;
@@ -77,7 +80,8 @@ std::map<int, Stack> rank_stacks(const std::vector<Event>& candidates,
       offer(*s.origin.rank, s.frames, s.thread == "collective" ? "collective" : "dump",
             s.thread == "collective" ? 1 : 0);
   for (const auto& e : candidates)
-    if (e.origin.rank && e.category == "comm_timeout") offer(*e.origin.rank, e.frames, "traceback", 2);
+    if (e.origin.rank && e.category == "comm_timeout")
+      offer(*e.origin.rank, e.frames, "traceback", 2);
   return out;
 }
 
