@@ -50,13 +50,13 @@ bool prepare_out_dir(const ReductionOptions& opt) {
 
 // --from-logs: the failure diagnosed from the user's own logs; nullopt after printing why not.
 std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptions& o) {
-  DiagnosisInput in;
-  in.library_patterns = spec.match.ignore_frames;
-  std::string err = inputs_from_paths({o.from_logs}, in);
-  if (!err.empty()) {
-    error("--from-logs: " + err);
+  PathInputs read = inputs_from_paths({o.from_logs});
+  if (read.error) {
+    error("--from-logs: " + *read.error);
     return std::nullopt;
   }
+  DiagnosisInput& in = read.input;
+  in.library_patterns = spec.match.ignore_frames;
   Diagnosis d = diagnose(in);
   if (!d.failed) {
     error("--from-logs: no failure found in " + o.from_logs + " (" +

@@ -359,7 +359,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
       out.status = TrialStatus::Infra;
       out.reason = "infrastructure: " + d.root.message.substr(0, 200);
     } else if (d.failed) {
-      out.reason = "rank " + std::to_string(d.root.rank) + ": " + d.signature.to_string();
+      out.reason = rank_words(d.root.origin.rank) + ": " + d.signature.to_string();
     }
   }
   std::ofstream(fs::path(req.dir) / "outcome.json") << out.to_json().dump(2) << "\n";
