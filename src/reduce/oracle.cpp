@@ -6,7 +6,6 @@
 #include <random>
 
 #include "common/interrupt.hpp"
-#include "observe/trial_runner.hpp"
 
 namespace ddpbisect {
 
@@ -26,8 +25,13 @@ json record_json(const TrialConfig& c, const RunRecord& r) {
 }
 }  // namespace
 
-Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener)
-    : spec_(spec), opt_(std::move(options)), journal_(journal), listener_(std::move(listener)) {
+Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener,
+               TrialRunner runner)
+    : spec_(spec),
+      opt_(std::move(options)),
+      journal_(journal),
+      listener_(std::move(listener)),
+      runner_(std::move(runner)) {
   for (const auto& e : journal_.loaded()) {
     std::string type = e.value("type", "");
     if (type == "header") salt_ = e.value("salt", uint64_t{0});
@@ -80,7 +84,7 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
     req.config.seed = seed_for(config.canonical(), attempt_base * 3 + static_cast<size_t>(attempt));
     req.dir = next_trial_dir(opt_.out_dir);
     req.extra_env = extra_env;
-    TrialOutcome o = run_trial(req);
+    TrialOutcome o = runner_(req);
     r.status = o.status;
     r.dir = o.dir;
     r.last_step = -1;

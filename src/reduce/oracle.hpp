@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "diagnose/diagnosis.hpp"
+#include "observe/trial_runner.hpp"
 #include "reduce/journal.hpp"
 #include "reduce/result.hpp"
 #include "spec/spec.hpp"
@@ -29,10 +30,14 @@ struct OracleOptions {
   std::string regex;
 };
 
+// Runs one trial: run_trial, or a synthetic one in tests (no processes).
+using TrialRunner = std::function<TrialOutcome(const TrialRequest&)>;
+
 class Oracle {
  public:
   using Listener = std::function<void(const TrialConfig&, const RunRecord&, bool interesting)>;
-  Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener);
+  Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener,
+         TrialRunner runner = run_trial);
 
   // One more trial of `config` (or the next one recorded in the journal when resuming).
   RunRecord run(const TrialConfig& config);
@@ -71,6 +76,7 @@ class Oracle {
   OracleOptions opt_;
   Journal& journal_;
   Listener listener_;
+  TrialRunner runner_;
   Signature target_;
   bool has_target_ = false;
   double rate_ = 1.0;

@@ -1,0 +1,114 @@
+// A synthetic workload for the oracle's and the passes' unit tests: a predicate on the trial's
+// configuration (and how many times that configuration ran before) says whether it fails with the
+// target signature. The Oracle's injected TrialRunner answers with it; no process runs.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "reduce/journal.hpp"
+#include "reduce/oracle.hpp"
+
+namespace ddpbisect::testing {
+
+inline Signature target_signature() {
+  Signature s;
+  s.category = "python_exception";
+  s.exception = "RuntimeError";
+  s.frame = "train.py:step";
+  s.message = "planted";
+  return s;
+}
+
+// A configuration with every dimension the passes reduce.
+inline TrialConfig big_config() {
+  TrialConfig c;
+  c.stage = "multinode";
+  c.nodes = 2;
+  c.procs_per_node = 2;
+  c.samples = IndexSet::first_n(64);
+  c.components = {"linear", "dropout", "layernorm", "head"};
+  c.features = {"grad_clip", "checkpoint", "eval"};
+  c.params = {{"steps", 12}, {"batch_size", 8}};
+  return c;
+}
+
+struct Synthetic {
+  // (configuration, how many times this configuration ran before) -> fails with the target.
+  std::function<bool(const TrialConfig&, int)> fails = [](const TrialConfig&, int) { return true; };
+  // A different failure instead of a pass (slippage), when it returns true for a passing run.
+  std::function<bool(const TrialConfig&)> other_failure;
+  // Infra or Interrupted instead of running; any other status lets `fails` decide.
+  std::function<TrialStatus(const TrialConfig&, int)> status_override;
+  long long last_step = -1;
+  std::mutex mu;
+  std::map<std::string, int> runs;  // by canonical configuration
+  std::atomic<int> trials{0};
+
+  TrialOutcome run(const TrialRequest& req) {
+    int before;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      before = runs[req.config.canonical()]++;
+    }
+    ++trials;
+    TrialOutcome o;
+    o.dir = req.dir;
+    o.config = req.config;
+    if (status_override) {
+      o.status = status_override(req.config, before);
+      if (o.status == TrialStatus::Interrupted) o.interrupt_signal = 2;
+      if (o.status == TrialStatus::Interrupted || o.status == TrialStatus::Infra) return o;
+    }
+    RankRecord r;
+    r.last_step = last_step;
+    o.ranks.push_back(r);
+    bool target = fails(req.config, before);
+    bool other = !target && other_failure && other_failure(req.config);
+    o.status = target || other ? TrialStatus::Fail : TrialStatus::Pass;
+    if (target || other) {
+      Diagnosis d;
+      d.failed = true;
+      d.signature = target_signature();
+      if (other) {
+        d.signature.category = "python_exception";
+        d.signature.exception = "IndexError";
+        d.signature.frame = "data.py:shard";
+      }
+      d.root.message = d.signature.exception + ": planted";
+      o.diagnosis = d;
+    }
+    return o;
+  }
+  TrialRunner runner() {
+    return [this](const TrialRequest& req) { return run(req); };
+  }
+  int runs_of(const TrialConfig& c) {
+    std::lock_guard<std::mutex> lock(mu);
+    return runs[c.canonical()];
+  }
+};
+
+// A scratch output folder, removed at the end of the test.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char tmpl[] = "/tmp/ddpbisect-unit-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string journal() const { return path + "/journal.jsonl"; }
+};
+
+}  // namespace ddpbisect::testing
