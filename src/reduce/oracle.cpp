@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/interrupt.hpp"
+#include "reduce/reruns.hpp"
 
 namespace ddpbisect {
 
@@ -156,16 +157,7 @@ void Oracle::set_target(const Signature& target, double reproduction_rate) {
   target_ = target;
   has_target_ = true;
   rate_ = reproduction_rate;
-  // Enough trials that an interesting configuration (failing at `rate`) shows its failure at least
-  // once with probability `confidence`: (1 - rate)^n <= 1 - confidence. A single matching failure
-  // proves a configuration interesting, so this sequential test can stop at the first one.
-  if (rate_ >= 0.999) {
-    repeats_ = 1;
-  } else {
-    double p = std::max(rate_, 0.05);
-    repeats_ = static_cast<int>(std::ceil(std::log(1.0 - opt_.confidence) / std::log(1.0 - p)));
-    repeats_ = std::clamp(repeats_, 2, 30);
-  }
+  repeats_ = repeats_for(rate_, opt_.confidence);
 }
 
 bool Oracle::matches(const RunRecord& r) const {

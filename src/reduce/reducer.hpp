@@ -7,6 +7,7 @@
 #include <string>
 
 #include "diagnose/diagnosis.hpp"
+#include "reduce/oracle.hpp"
 #include "reduce/result.hpp"
 #include "spec/spec.hpp"
 
@@ -24,6 +25,7 @@ struct ReductionOptions {
   // --from-logs: chase exactly this failure (diagnosed from the user's own logs); escalation
   // skips stages that fail differently.
   std::optional<Signature> target;
+  TrialRunner runner = run_trial;  // unit tests answer trials without processes
 };
 
 // Variables for one extra run of the minimal configuration that make the failure easier to read:

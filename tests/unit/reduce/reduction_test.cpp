@@ -1,0 +1,110 @@
+// Whole reductions on a synthetic workload: the rerun policy (what a deterministic failure pays,
+// how flakiness is found and paid for) and the exact minimum it must still reach.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "reduce/reducer.hpp"
+#include "synthetic.hpp"
+
+using namespace ddpbisect;
+using namespace ddpbisect::testing;
+
+namespace {
+Spec command_spec() {
+  Spec spec;
+  CommandWorkload w;
+  w.argv = {"train"};
+  w.samples = IndexSet::first_n(64);
+  w.components = {"norm", "dropout", "stats", "aux_head", "head"};
+  w.features = {"grad_clip", "fused_loss", "log_metrics", "async_io"};
+  w.params = {{"steps", 8}, {"batch_size", 8}};
+  spec.command = w;
+  spec.stages = {{"single", 1, 1, "cpu"}, {"node", 1, 2, "cpu"}, {"multinode", 2, 2, "cpu"}};
+  return spec;
+}
+
+// The planted bug: two ranks, sample 37, async_io on, at least three steps.
+bool planted(const TrialConfig& c) {
+  bool has37 = false;
+  for (int64_t i : c.samples.indices()) has37 = has37 || i == 37;
+  return c.world_size() >= 2 && has37 && c.has_feature("async_io") && c.param("steps", 0) >= 3;
+}
+
+void expect_planted_minimum(const ReductionResult& r) {
+  EXPECT_EQ(r.status, ReductionStatus::Reduced);
+  EXPECT_EQ(r.minimal.nodes, 1);
+  EXPECT_EQ(r.minimal.procs_per_node, 2);
+  EXPECT_EQ(r.minimal.samples.to_string(), "37");
+  EXPECT_TRUE(r.minimal.components.empty());
+  EXPECT_EQ(r.minimal.features, (std::vector<std::string>{"async_io"}));
+  EXPECT_EQ(r.minimal.param("steps", 0), 3);
+  EXPECT_EQ(r.minimal.param("batch_size", 0), 1);
+}
+
+// Chance decided by the trial's seed, so that a fixed journal salt gives a fixed reduction.
+bool chance(const TrialConfig& c, double p) {
+  std::mt19937_64 rng(c.seed);
+  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
+}
+
+struct ReductionTest : ::testing::Test {
+  ScratchDir dir;
+  Spec spec = command_spec();
+  Synthetic world;
+  ReductionOptions options(uint64_t salt) {
+    // A journal holding only its header fixes the salt every trial's seed derives from.
+    std::ofstream(dir.journal()) << "{\"type\":\"header\",\"salt\":" << salt << "}\n";
+    ReductionOptions o;
+    o.out_dir = dir.path;
+    o.resume = true;
+    o.quiet = true;
+    o.runner = world.runner();
+    return o;
+  }
+};
+}  // namespace
+
+TEST_F(ReductionTest, ADeterministicFailurePaysTwoRerunsBeforeAndWhatTrustNeedsAfter) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionResult r = run_reduction(spec, options(1));
+  expect_planted_minimum(r);
+  EXPECT_EQ(world.runs_of(r.original), 3);  // found, then two reruns
+  EXPECT_EQ(r.confirm_runs, 4);             // accepted, then 5 - 2 reruns at 0.95
+  EXPECT_EQ(r.confirm_failures, 4);
+  EXPECT_EQ(r.repeats, 1);
+  EXPECT_EQ(r.escalation_trials, 2 + 2);  // single passes, node fails; two reruns
+}
+
+TEST_F(ReductionTest, AFlakyFailureReachesTheExactMinimum) {
+  spec.reduce.confidence = 0.999;
+  world.fails = [](const TrialConfig& c, int) { return planted(c) && chance(c, 0.6); };
+  for (uint64_t salt : {11, 12, 13}) {
+    ScratchDir fresh;
+    dir.path.swap(fresh.path);
+    ReductionResult r = run_reduction(spec, options(salt));
+    expect_planted_minimum(r);
+    EXPECT_GT(r.repeats, 1) << salt;
+    EXPECT_LT(static_cast<double>(r.confirm_failures) / r.confirm_runs, 1.0) << salt;
+    dir.path.swap(fresh.path);
+  }
+}
+
+TEST_F(ReductionTest, FlakinessFirstSeenAtTheConfirmationIsMeasuredAndReducedAgain) {
+  // Every first run of a configuration tells the truth; reruns of all but the original
+  // configuration fail half the time: the reduction believes the failure deterministic until
+  // its minimum misses on a rerun.
+  TrialConfig original;
+  world.fails = [&](const TrialConfig& c, int before) {
+    if (!planted(c)) return false;
+    if (original.stage.empty()) original = c;
+    return before == 0 || c.canonical() == original.canonical() || chance(c, 0.5);
+  };
+  ReductionResult r = run_reduction(spec, options(5));
+  expect_planted_minimum(r);
+  EXPECT_GT(r.repeats, 1);
+  EXPECT_LT(r.target_rate, 1.0);
+  EXPECT_EQ(r.confirm_runs, 11);  // the flaky confirmation: accepted + 10
+  EXPECT_LT(r.confirm_failures, r.confirm_runs);
+}
