@@ -245,6 +245,10 @@ TrialOutcome run_trial(const TrialRequest& req) {
     if (int sig = interrupt_signal(); sig && stop_kind != "interrupt") {
       stop_kind = "interrupt";
       kill_alive("interrupt");
+    } else if (req.cancelled && stop_kind != "interrupt" && stop_kind != "cancel" &&
+               req.cancelled()) {
+      stop_kind = "cancel";
+      kill_alive("cancel");
     }
     if (stop_kind.empty()) {
       // Once a rank has failed, the others' silence is its consequence: the early stop owns it.
@@ -317,6 +321,9 @@ TrialOutcome run_trial(const TrialRequest& req) {
     out.status = TrialStatus::Interrupted;
     out.interrupt_signal = interrupt_signal();
     out.reason = "interrupted by " + std::string(signal_name(out.interrupt_signal));
+  } else if (stop_kind == "cancel") {
+    out.status = TrialStatus::Interrupted;  // interrupt_signal 0: stopped, never judged
+    out.reason = "cancelled: the reducer no longer needed its answer";
   } else if (!start_error.empty()) {
     out.status = TrialStatus::Infra;
     out.reason = start_error;

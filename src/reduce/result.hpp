@@ -23,6 +23,7 @@ struct RunRecord {
   std::string text;  // root-cause message and excerpt, for match.regex
   long long last_step = -1;
   std::string dir;
+  int attempt = 0;  // which run of its configuration (the seed derives from it)
   bool replayed = false;
 };
 

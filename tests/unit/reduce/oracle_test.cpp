@@ -146,3 +146,67 @@ TEST_F(OracleTest, ADifferentFailureIsNotInteresting) {
   EXPECT_EQ(oracle.stats().failed, 1);
   EXPECT_TRUE(oracle.interesting(with_samples({37})));
 }
+
+TEST_F(OracleTest, SpeculativeTrialsUseFreeSlotsAndMootOnesAreCancelled) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  TrialConfig a = with_samples({1}), b = with_samples({2}), c = with_samples({3}),
+              slow = with_samples({4});
+  world.duration_ms = [&](const TrialConfig& t) {
+    return t.canonical() == slow.canonical() ? 5000 : 30;
+  };
+  OracleOptions o = options();
+  o.jobs = 4;
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, o, journal, nullptr, world.runner());
+    oracle.set_target(target_signature(), 1.0);
+    EXPECT_FALSE(oracle.interesting(a, {b, c, slow}));
+    EXPECT_EQ(world.peak.load(), 4);  // the question and three speculative trials at once
+    EXPECT_FALSE(oracle.interesting(b));  // answered by its speculative trial: no new one
+    EXPECT_FALSE(oracle.interesting(c));
+    EXPECT_EQ(oracle.stats().trials, 3);  // `slow` is still running, now unwanted
+  }
+  EXPECT_EQ(world.cancelled.load(), 1);
+  std::ifstream in(dir.journal());
+  std::string line;
+  int trials = 0;
+  while (std::getline(in, line)) trials += line.find("\"type\":\"trial\"") != std::string::npos;
+  EXPECT_EQ(trials, 3);  // a cancelled trial is never journaled: it had no answer
+}
+
+TEST_F(OracleTest, AnInterruptDuringABatchRecordsTheTrialsThatFinished) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  world.status_override = [](const TrialConfig& c, int) {
+    return has_37(c) ? TrialStatus::Interrupted : TrialStatus::Pass;
+  };
+  world.duration_ms = [](const TrialConfig& c) { return has_37(c) ? 200 : 10; };
+  OracleOptions o = options();
+  o.jobs = 2;
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, o, journal, nullptr, world.runner());
+    oracle.set_target(target_signature(), 1.0);
+    EXPECT_THROW(oracle.interesting(with_samples({37}), {with_samples({5})}), Interrupted);
+  }
+  Journal journal(dir.journal(), true);
+  int trials = 0;
+  for (const auto& e : journal.loaded())
+    if (e.value("type", "") == "trial") {
+      ++trials;
+      EXPECT_EQ(e["config"]["samples"], "5");
+    }
+  EXPECT_EQ(trials, 1);
+}
+
+TEST_F(OracleTest, AFlakyQuestionRunsItsRepeatsSideBySide) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  world.sleep_ms = 20;
+  OracleOptions o = options();
+  o.jobs = 3;
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, o, journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 0.5);  // 5 repeats
+  EXPECT_FALSE(oracle.interesting(with_samples({9})));
+  EXPECT_EQ(world.runs_of(with_samples({9})), 5);
+  EXPECT_EQ(world.peak.load(), 3);
+}

@@ -108,3 +108,44 @@ TEST_F(ReductionTest, FlakinessFirstSeenAtTheConfirmationIsMeasuredAndReducedAga
   EXPECT_EQ(r.confirm_runs, 11);  // the flaky confirmation: accepted + 10
   EXPECT_LT(r.confirm_failures, r.confirm_runs);
 }
+
+namespace {
+// Modelled on the Python zoo's size_mismatch: two ranks, `stats` on, an odd number of samples
+// (uneven shards) fails; a rank with an empty shard fails differently (a trap).
+bool uneven(const TrialConfig& c) {
+  return c.world_size() == 2 && c.has_component("stats") && c.samples.size() % 2 == 1 &&
+         c.samples.size() >= 2;
+}
+bool empty_shard(const TrialConfig& c) { return c.samples.size() < c.world_size(); }
+}  // namespace
+
+TEST_F(ReductionTest, TheMinimumDoesNotDependOnJobs) {
+  spec.command->samples = IndexSet::first_n(63);
+  for (bool monotone : {true, false}) {
+    std::string first;
+    for (int jobs : {1, 2, 4, 8}) {
+      ScratchDir fresh;
+      dir.path.swap(fresh.path);
+      Synthetic w;
+      if (monotone) {
+        w.fails = [](const TrialConfig& c, int) { return planted(c); };
+      } else {
+        w.fails = [](const TrialConfig& c, int) { return uneven(c) && !empty_shard(c); };
+        w.other_failure = empty_shard;
+      }
+      w.sleep_ms = 2;  // long enough for trials to overlap
+      ReductionOptions o = options(7);
+      o.runner = w.runner();
+      o.jobs = jobs;
+      ReductionResult r = run_reduction(spec, o);
+      EXPECT_EQ(r.status, ReductionStatus::Reduced);
+      if (jobs == 1) first = r.minimal.canonical();
+      EXPECT_EQ(r.minimal.canonical(), first) << "jobs " << jobs << " monotone " << monotone;
+      if (jobs > 1) {
+        EXPECT_GT(w.peak.load(), 1) << "jobs " << jobs;
+      }
+      if (monotone) expect_planted_minimum(r);
+      dir.path.swap(fresh.path);
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "reduce/journal.hpp"
 #include "reduce/oracle.hpp"
@@ -49,11 +51,36 @@ struct Synthetic {
   // Infra or Interrupted instead of running; any other status lets `fails` decide.
   std::function<TrialStatus(const TrialConfig&, int)> status_override;
   long long last_step = -1;
+  int sleep_ms = 0;  // how long a trial takes; it ends early when cancelled
+  std::function<int(const TrialConfig&)> duration_ms;  // instead of sleep_ms, per configuration
+  std::atomic<int> active{0}, peak{0}, cancelled{0};  // trials running now, at most, cancelled
   std::mutex mu;
   std::map<std::string, int> runs;  // by canonical configuration
   std::atomic<int> trials{0};
 
+  // Sleeps sleep_ms (watching for cancellation); true when cancelled.
+  bool take_time(const TrialRequest& req) {
+    const int now = ++active;
+    for (int p = peak.load(); now > p && !peak.compare_exchange_weak(p, now);) {
+    }
+    bool stopped = false;
+    const int ms = duration_ms ? duration_ms(req.config) : sleep_ms;
+    for (int t = 0; t < ms && !stopped; ++t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      stopped = req.cancelled && req.cancelled();
+    }
+    --active;
+    cancelled += stopped ? 1 : 0;
+    return stopped;
+  }
+
   TrialOutcome run(const TrialRequest& req) {
+    if (take_time(req)) {
+      TrialOutcome o;
+      o.dir = req.dir;
+      o.status = TrialStatus::Interrupted;  // interrupt_signal 0: cancelled
+      return o;
+    }
     int before;
     {
       std::lock_guard<std::mutex> lock(mu);
