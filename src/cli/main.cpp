@@ -54,9 +54,12 @@ int main(int argc, char** argv) {
                      "output folder (default: the spec's report.dir); never overwritten");
   reduce->add_flag("--resume", rdo.resume,
                    "continue the reduction in --out without rerunning finished trials");
-  reduce->add_option("--jobs,-j", rdo.jobs, "candidates tested concurrently")
-      ->check(CLI::Range(1, 256));
+  reduce->add_option("--jobs,-j", rdo.jobs,
+                     "trials at once, for every pass: N (1-256), or auto (as many as the cores, "
+                     "GPUs or Slurm nodes hold)");
   reduce->add_option("--strategy", rdo.strategy, strategy_help());
+  reduce->add_option("--stage", rdo.stage,
+                     "the stage known to fail: escalation starts there instead of at the first");
   reduce->add_option("--max-trials", rdo.max_trials, "trial budget")->check(CLI::PositiveNumber);
   reduce->add_option("--max-time", rdo.max_time, "time budget (90s, 5m, 2h)");
   reduce->add_option("--confirm", rdo.confirm, "reruns of the minimum (default 3, 10 when flaky)")

@@ -47,8 +47,18 @@ bool prepare_out_dir(const ReductionOptions& opt) {
   return true;
 }
 
+// --jobs: 1 to 256, or auto (0: as many as the resources hold).
+std::optional<int> parse_jobs(const std::string& text) {
+  if (text == "auto") return 0;
+  if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  const int n = std::stoi(text);
+  if (n < 1 || n > 256) return std::nullopt;
+  return n;
+}
+
 // --from-logs: the failure diagnosed from the user's own logs; nullopt after printing why not.
-std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptions& o) {
+std::optional<Diagnosis> target_from_logs(const Spec& spec, const ReduceCliOptions& o) {
   DiagnosisInput in;
   in.library_patterns = spec.match.ignore_frames;
   std::string err = inputs_from_paths({o.from_logs}, in);
@@ -65,7 +75,59 @@ std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptio
   if (!o.quiet)
     std::cerr << "ddpbisect: chasing the failure from " << o.from_logs << ": "
               << d.signature.to_string() << "\n";
-  return d.signature;
+  return d;
+}
+
+
+// The reduction's options from the flags and the spec; nullopt after printing what is wrong.
+std::optional<ReductionOptions> reduction_options(const Spec& spec, const ReduceCliOptions& o) {
+  ReductionOptions opt;
+  opt.out_dir = o.out.empty() ? spec.report_dir : o.out;
+  opt.resume = o.resume;
+  opt.jobs = static_cast<int>(spec.reduce.jobs);
+  if (!o.jobs.empty()) {
+    auto jobs = parse_jobs(o.jobs);
+    if (!jobs) {
+      std::cerr << "ddpbisect: --jobs: expected a number from 1 to 256 or auto, found '" << o.jobs
+                << "'\n";
+      return std::nullopt;
+    }
+    opt.jobs = *jobs;
+  }
+  opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
+  if (!is_strategy(opt.strategy)) {
+    std::cerr << "ddpbisect: --strategy: expected one of " << join(strategy_names(), ", ")
+              << ", found '" << opt.strategy << "'\n";
+    return std::nullopt;
+  }
+  if (o.max_trials > 0) opt.max_trials = o.max_trials;
+  if (!o.max_time.empty()) {
+    auto d = parse_duration(o.max_time);
+    if (!d || d->count() <= 0) {
+      std::cerr << "ddpbisect: --max-time: expected a duration such as 90s, 5m or 2h, found '"
+                << o.max_time << "'\n";
+      return std::nullopt;
+    }
+    opt.max_time = d;
+  }
+  opt.confirm_runs = o.confirm;
+  opt.quiet = o.quiet;
+  if (!o.stage.empty() && !spec.find_stage(o.stage)) {
+    std::vector<std::string> names;
+    for (const auto& st : spec.stages) names.push_back(st.name);
+    std::cerr << "ddpbisect: --stage: no stage '" << o.stage << "' in " << spec.file
+              << " (stages: " << join(names, ", ") << ")\n";
+    return std::nullopt;
+  }
+  opt.start_stage = o.stage;
+  if (!o.from_logs.empty()) {
+    auto seen = target_from_logs(spec, o);
+    if (!seen) return std::nullopt;
+    opt.target = seen->signature;
+    for (const auto& r : seen->ranks)
+      opt.seen_world_size = std::max(opt.seen_world_size, r.rank + 1);
+  }
+  return opt;
 }
 
 }  // namespace
@@ -74,32 +136,9 @@ int reduce(const ReduceCliOptions& o) {
   auto loaded = load_spec_or_report(o.spec);
   if (!loaded) return exit_code::kBadInput;
   const Spec& spec = *loaded;
-  ReductionOptions opt;
-  opt.out_dir = o.out.empty() ? spec.report_dir : o.out;
-  opt.resume = o.resume;
-  opt.jobs = static_cast<int>(o.jobs > 0 ? o.jobs : spec.reduce.jobs);
-  opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
-  if (!is_strategy(opt.strategy)) {
-    std::cerr << "ddpbisect: --strategy: expected one of " << join(strategy_names(), ", ")
-              << ", found '" << opt.strategy << "'\n";
-    return exit_code::kBadInput;
-  }
-  if (o.max_trials > 0) opt.max_trials = o.max_trials;
-  if (!o.max_time.empty()) {
-    auto d = parse_duration(o.max_time);
-    if (!d || d->count() <= 0) {
-      std::cerr << "ddpbisect: --max-time: expected a duration such as 90s, 5m or 2h, found '"
-                << o.max_time << "'\n";
-      return exit_code::kBadInput;
-    }
-    opt.max_time = d;
-  }
-  opt.confirm_runs = o.confirm;
-  opt.quiet = o.quiet;
-  if (!o.from_logs.empty()) {
-    opt.target = target_from_logs(spec, o);
-    if (!opt.target) return exit_code::kBadInput;
-  }
+  auto options = reduction_options(spec, o);
+  if (!options) return exit_code::kBadInput;
+  const ReductionOptions& opt = *options;
   if (!prepare_out_dir(opt)) return exit_code::kBadInput;
 
   // The environment probe (a Python interpreter importing torch) runs beside the trials.

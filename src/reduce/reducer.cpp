@@ -83,7 +83,11 @@ OracleOptions Reduction::oracle_options() const {
 
 bool Reduction::escalate_phase() {
   progress_.phase("escalate");
-  Escalation esc = escalate(spec_, oracle_, opt_.target ? &*opt_.target : nullptr);
+  EscalationOptions eo;
+  eo.wanted = opt_.target ? &*opt_.target : nullptr;
+  eo.start_stage = opt_.start_stage;
+  eo.seen_world_size = opt_.seen_world_size;
+  Escalation esc = escalate(spec_, oracle_, eo);
   result_.tried = esc.tried;
   result_.job = initial_config(spec_, spec_.stages.back());
   if (!esc.found) {
@@ -103,8 +107,8 @@ bool Reduction::escalate_phase() {
 // A few more runs of a flaky configuration, up to kMeasureRuns in all: its reproduction rate,
 // and from it the trials each candidate needs.
 void Reduction::measure_flaky(const TrialConfig& config, Tally& tally) {
-  while (tally.runs < kMeasureRuns && !oracle_.exhausted())
-    tally.add(oracle_.matches(oracle_.run(config)));
+  for (const auto& r : oracle_.runs(config, oracle_.affordable(kMeasureRuns - tally.runs)))
+    tally.add(oracle_.matches(r));
   flaky_ = true;
   oracle_.set_target(oracle_.target(), tally.rate());
   progress_.note("flaky: the failure reproduced " + tally.text() +
@@ -118,8 +122,8 @@ void Reduction::measure_phase() {
   progress_.phase("measure reproduction");
   Tally tally;
   tally.add(true);  // the failure escalation found
-  while (tally.runs <= kRerunsBeforeReduction && tally.every_time() && !oracle_.exhausted())
-    tally.add(oracle_.matches(oracle_.run(state_.best)));
+  for (const auto& r : oracle_.runs(state_.best, oracle_.affordable(kRerunsBeforeReduction)))
+    tally.add(oracle_.matches(r));
   if (tally.every_time())
     reruns_seen_ = tally.runs - 1;
   else
@@ -153,13 +157,13 @@ bool Reduction::confirm_phase() {
       confirm_reruns(opt_.confirm_runs, flaky_, reruns_seen_, spec_.reduce.confidence);
   Tally tally;
   tally.add(true);  // the trial that accepted the minimum
-  for (int i = 0; i < reruns && !oracle_.exhausted(); ++i) {
-    tally.add(oracle_.matches(oracle_.run(state_.best)));
-    if (!flaky_ && !tally.every_time()) {
-      progress_.note("the minimum did not fail on a rerun: flakiness; reducing again");
-      measure_flaky(state_.best, tally);
-      return false;
-    }
+  for (const auto& r : oracle_.runs(state_.best, oracle_.affordable(reruns)))
+    tally.add(oracle_.matches(r));
+  if (!flaky_ && !tally.every_time()) {
+    progress_.note("the minimum did not fail on every rerun (" + tally.text() +
+                   "): the failure is flaky; reducing again with repeats");
+    measure_flaky(state_.best, tally);
+    return false;
   }
   result_.confirm_runs = tally.runs;
   result_.confirm_failures = tally.failures;

@@ -25,6 +25,9 @@ struct ReductionOptions {
   // --from-logs: chase exactly this failure (diagnosed from the user's own logs); escalation
   // skips stages that fail differently.
   std::optional<Signature> target;
+  // Where the failure was seen (--stage, or the ranks in --from-logs): escalation starts there.
+  std::string start_stage;
+  int seen_world_size = 0;
   TrialRunner runner = run_trial;  // unit tests answer trials without processes
 };
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <random>
 
+#include "reduce/escalate.hpp"
 #include "reduce/reducer.hpp"
 #include "synthetic.hpp"
 
@@ -148,4 +149,46 @@ TEST_F(ReductionTest, TheMinimumDoesNotDependOnJobs) {
       dir.path.swap(fresh.path);
     }
   }
+}
+
+TEST_F(ReductionTest, EscalationStartsWhereTheFailureWasSeen) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionOptions o = options(3);
+  o.start_stage = "multinode";
+  ReductionResult r = run_reduction(spec, o);
+  expect_planted_minimum(r);
+  ASSERT_FALSE(r.tried.empty());
+  EXPECT_EQ(r.tried.front().first.stage, "multinode");  // single and node were not climbed
+  EXPECT_EQ(r.stage, "multinode");
+}
+
+TEST(Escalation, ACheapVariantMustHalveTheWork) {
+  TrialConfig full;
+  full.samples = IndexSet::first_n(64);
+  full.params = {{"steps", 12}};
+  TrialConfig cheap = full;
+  cheap.params["steps"] = 8;  // a third less: start-up dominates, not worth a trial
+  EXPECT_FALSE(worth_a_cheap_trial(cheap, full));
+  cheap.params["steps"] = 6;
+  EXPECT_TRUE(worth_a_cheap_trial(cheap, full));
+  EXPECT_FALSE(worth_a_cheap_trial(full, full));
+  TrialConfig big = full;
+  big.samples = IndexSet::first_n(4096);
+  TrialConfig fewer = big;
+  fewer.samples = IndexSet::first_n(1024);
+  EXPECT_TRUE(worth_a_cheap_trial(fewer, big));
+}
+
+TEST(Escalation, TheLogsWorldSizePicksTheFirstStage) {
+  Spec spec = command_spec();
+  EscalationOptions o;
+  EXPECT_EQ(first_stage(spec, o), 0u);
+  o.seen_world_size = 2;
+  EXPECT_EQ(first_stage(spec, o), 1u);
+  o.seen_world_size = 3;
+  EXPECT_EQ(first_stage(spec, o), 2u);
+  o.seen_world_size = 64;  // larger than every stage: climb them all
+  EXPECT_EQ(first_stage(spec, o), 0u);
+  o.start_stage = "node";
+  EXPECT_EQ(first_stage(spec, o), 1u);
 }
