@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "common/exit_codes.hpp"
 #include "common/interrupt.hpp"
+#include "common/output.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "probe/environment.hpp"
@@ -146,15 +147,26 @@ int reduce(const ReduceCliOptions& o) {
   ReportInputs report;
   report.spec = &spec;
   report.out_dir = opt.out_dir;
+  const std::string resume = "ddpbisect " + spec.file + " --out " + opt.out_dir + " --resume";
   try {
     report.result = run_reduction(spec, opt);
+    report.environment = environment.get();
+    write_reports(report);
   } catch (const Interrupted& e) {
-    std::cerr << "ddpbisect: " << e.what() << "; every rank was stopped. Continue with: ddpbisect "
-              << spec.file << " --out " << opt.out_dir << " --resume\n";
+    std::cerr << "ddpbisect: " << e.what() << "; every rank was stopped. Continue with: " << resume
+              << "\n";
     return e.exit_code();
+  } catch (const OutputError& e) {
+    // Our own files: the journal holds every finished trial, whole; nothing is lost.
+    std::cerr << "ddpbisect: " << e.what()
+              << (e.disk_full() ? " (the output folder's filesystem is full, or has less than "
+                                  "1 MiB free)"
+                                : "")
+              << ". Every rank was stopped and every finished trial is in the journal; make "
+                 "room and continue with: "
+              << resume << "\n";
+    return exit_code::kInternal;
   }
-  report.environment = environment.get();
-  write_reports(report);
   if (report.result.status == ReductionStatus::NotReproduced) {
     std::cout << "ddpbisect: no stage failed (" << report.result.tried.size()
               << " trials); nothing to reduce. Report: "

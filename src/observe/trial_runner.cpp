@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/interrupt.hpp"
+#include "common/output.hpp"
 #include "common/signals.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
@@ -95,10 +96,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
   out.launcher = launcher->name();
   out.master_port = place.master_port;
   out.token = place.token;
-  {
-    std::ofstream cfg(place.config_path);
-    cfg << rank_config_json(spec, req.config).dump(2) << "\n";
-  }
+  write_file_atomically(place.config_path, rank_config_json(spec, req.config).dump(2) + "\n");
 
   auto slots = plan_ranks(spec, req.config, place);
   auto processes = launcher->wrap(slots);
@@ -369,7 +367,9 @@ TrialOutcome run_trial(const TrialRequest& req) {
       out.reason = "rank " + std::to_string(d.root.rank) + ": " + d.signature.to_string();
     }
   }
-  std::ofstream(fs::path(req.dir) / "outcome.json") << out.to_json().dump(2) << "\n";
+  // Whole or not at all: a driver killed here leaves no half outcome.json.
+  write_file_atomically((fs::path(req.dir) / "outcome.json").string(),
+                        out.to_json().dump(2) + "\n");
   return out;
 }
 

@@ -1,10 +1,13 @@
 #include "reduce/oracle.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <exception>
 #include <functional>
 #include <random>
 
 #include "common/interrupt.hpp"
+#include "common/output.hpp"
 #include "reduce/reruns.hpp"
 
 namespace ddpbisect {
@@ -15,6 +18,7 @@ struct Oracle::Landed {
   RunRecord record;
   int signal = 0;          // SIGINT/SIGTERM reached the trial: not judged
   bool cancelled = false;  // stopped because its answer was no longer needed: not judged
+  std::exception_ptr error;  // the trial could not be run (our own files): rethrown
 };
 
 struct Oracle::Flight {
@@ -32,6 +36,10 @@ struct Oracle::Flight {
 
 namespace {
 
+// A failure's text as journaled; a fresh record is cut the same way, so that match.regex sees
+// the same text whether the trial ran or was replayed.
+constexpr size_t kJournaledText = 4000;
+
 // Debug reruns are keyed apart from the questions: they never answer one.
 std::string key_of(const TrialConfig& c, const Env& env) {
   if (env.empty()) return c.canonical();
@@ -46,7 +54,7 @@ json record_json(const TrialConfig& c, const RunRecord& r, const Env& env) {
             {"status", to_string(r.status)},
             {"last_step", r.last_step},
             {"dir", r.dir},
-            {"text", r.text.substr(0, 4000)}};
+            {"text", r.text.substr(0, kJournaledText)}};
   j["signature"] = r.signature ? r.signature->to_json() : json(nullptr);
   if (!env.empty()) j["env"] = env;
   return j;
@@ -70,11 +78,16 @@ RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
   r.status = o.status;
   r.dir = o.dir;
   r.attempt = attempt;
-  for (const auto& rk : o.ranks) r.last_step = std::max(r.last_step, rk.last_step);
+  // The last step the failing rank finished (the others may have run on): the steps pass cuts
+  // right after it. Without a failing rank, the furthest any rank got.
+  const int root = o.failure() ? o.diagnosis->root.rank : -1;
+  for (const auto& rk : o.ranks)
+    if (root < 0 || rk.rank == root) r.last_step = std::max(r.last_step, rk.last_step);
   if (const Signature* failure = o.failure()) {
     r.signature = *failure;
     r.text = o.diagnosis->root.message;
     for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
+    r.text.resize(std::min<size_t>(r.text.size(), kJournaledText));  // as a replay sees it
   }
   return r;
 }
@@ -182,6 +195,7 @@ bool Oracle::start(const TrialConfig& config, bool question, const Env& env) {
   }
   if (question && exhausted()) return false;
   throw_if_interrupted();  // never start a trial after Ctrl-C
+  check_space();
   std::optional<Slot> slot = pool_.acquire(config);
   if (!slot) return false;
   Flight& f = flights_.emplace_back();
@@ -201,7 +215,12 @@ bool Oracle::start(const TrialConfig& config, bool question, const Env& env) {
   attempts_[key].insert(attempt);
   f.thread = std::thread([this, config, key, attempt, env, slot = *slot, spec = f.spec,
                           cancel = f.cancel, landed = f.landed] {
-    Landed l = fly(config, key, attempt, env, slot, *spec, *cancel);
+    Landed l;
+    try {
+      l = fly(config, key, attempt, env, slot, *spec, *cancel);
+    } catch (...) {
+      l.error = std::current_exception();
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       *landed = std::move(l);
@@ -265,10 +284,16 @@ void Oracle::await_one() {
 }
 
 void Oracle::land(Flight& f, const Landed& l) {
+  if (l.error) abandon_all(l.error);
   if (l.signal) stop_all(l.signal);
   if (l.cancelled) {
     attempts_[f.key].erase(f.attempt);  // never judged: that attempt may run again
     return;
+  }
+  try {
+    check_space();  // on a full disk the trial's logs may be cut short: not a fair answer
+  } catch (const OutputError&) {
+    abandon_all(std::current_exception());
   }
   record(f.config, l.record, f.env);
 }
@@ -280,10 +305,28 @@ void Oracle::stop_all(int signal) {
     f.thread.join();
     pool_.release(f.slot);
     const Landed& l = **f.landed;
-    if (!l.signal && !l.cancelled) record(f.config, l.record, f.env);
+    if (!l.signal && !l.cancelled && !l.error) record(f.config, l.record, f.env);
   }
   flights_.clear();
   throw Interrupted(signal);
+}
+
+// Our own files cannot be written: every trial still running is stopped and left unrecorded
+// (its logs may be cut short), then the error goes on.
+void Oracle::abandon_all(std::exception_ptr error) {
+  for (auto& f : flights_) *f.cancel = true;
+  for (auto& f : flights_) {
+    f.thread.join();
+    pool_.release(f.slot);
+  }
+  flights_.clear();
+  std::rethrow_exception(error);
+}
+
+void Oracle::check_space() const {
+  const long long free = free_bytes(opt_.out_dir);
+  if (free >= 0 && static_cast<unsigned long long>(free) < kMinFreeBytes)
+    throw OutputError(opt_.out_dir, ENOSPC);
 }
 
 void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& env) {
@@ -294,7 +337,8 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& en
     count(r);
     journal_.append(record_json(config, r, env));
   }
-  if (listener_ && env.empty()) listener_(config, r, has_target_ && matches(r));
+  if (listener_ && env.empty())
+    listener_(config, r, has_target_ ? std::optional<bool>(matches(r)) : std::nullopt);
 }
 
 void Oracle::count(const RunRecord& r) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <list>
 #include <map>
@@ -46,7 +47,9 @@ using Env = std::map<std::string, std::string>;
 
 class Oracle {
  public:
-  using Listener = std::function<void(const TrialConfig&, const RunRecord&, bool interesting)>;
+  // Each recorded trial; `interesting` once there is a target to compare with.
+  using Listener = std::function<void(const TrialConfig&, const RunRecord&,
+                                      std::optional<bool> interesting)>;
   Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener,
          TrialRunner runner = run_trial);
   ~Oracle();  // cancels and reaps every trial still running
@@ -114,6 +117,8 @@ class Oracle {
   bool room_for_more() const;
   uint64_t seed_for(const std::string& key, size_t attempt) const;
   [[noreturn]] void stop_all(int signal);
+  [[noreturn]] void abandon_all(std::exception_ptr error);
+  void check_space() const;
 
   const Spec& spec_;
   OracleOptions opt_;

@@ -22,14 +22,16 @@ void Progress::phase(const std::string& text) {
   redraw();
 }
 
-void Progress::trial(const TrialConfig& c, const RunRecord& r, bool interesting, int64_t trials) {
+void Progress::trial(const TrialConfig& c, const RunRecord& r, std::optional<bool> interesting,
+                     int64_t trials) {
   std::string verdict = r.replayed ? "replayed " : "";
-  verdict +=
-      r.status == TrialStatus::Fail
-          ? (interesting
-                 ? "fail (target)"
-                 : "fail (other: " + (r.signature ? r.signature->category : std::string("?")) + ")")
-          : to_string(r.status);
+  const std::string category = r.signature ? r.signature->category : std::string("?");
+  if (r.status != TrialStatus::Fail)
+    verdict += to_string(r.status);
+  else if (!interesting)
+    verdict += "fail (" + category + ")";
+  else
+    verdict += *interesting ? "fail (target)" : "fail (other: " + category + ")";
   last_ = "trial " + std::to_string(trials) + ": " + describe_config(c) + " -> " + verdict;
   if (!tty_ && !quiet_) std::fprintf(stderr, "  %s\n", last_.c_str());
   redraw();

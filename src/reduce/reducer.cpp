@@ -61,7 +61,7 @@ Reduction::Reduction(const Spec& spec, const ReductionOptions& opt)
       journal_((fs::path(opt.out_dir) / "journal.jsonl").string(), opt.resume),
       progress_(opt.quiet),
       oracle_(spec, oracle_options(), journal_,
-              [this](const TrialConfig& c, const RunRecord& r, bool interesting) {
+              [this](const TrialConfig& c, const RunRecord& r, std::optional<bool> interesting) {
                 progress_.trial(c, r, interesting, oracle_.stats().trials);
               },
               opt.runner) {
