@@ -14,14 +14,22 @@ namespace fs = std::filesystem;
 
 namespace ddpbisect {
 
-std::map<std::string, std::string> debug_variables(const Spec& spec, const std::string& category) {
-  if (!spec.command) return {};  // the built-in worker reads neither variable
+std::vector<Env> debug_variants(const Spec& spec, const std::string& category) {
+  if (!spec.command) return {};  // the built-in worker reads none of these variables
+  const Env detail = {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}};
+  const Env info = {{"TORCH_DISTRIBUTED_DEBUG", "INFO"}};
+  // Hangs and mismatches: DETAIL's collective checks name the mismatch. PyTorch 2.x's DDP over
+  // Gloo crashes in its constructor under DETAIL (its logger casts the wrapped group), so INFO,
+  // which does not wrap the group, is the fallback.
   if (category == "hang" || category == "collective_mismatch" || category == "comm_timeout" ||
       category == "trial_timeout")
-    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}};
-  if (category == "cuda_error" || category == "cuda_oom") return {{"CUDA_LAUNCH_BLOCKING", "1"}};
+    return {detail, info};
+  // DDP names the parameters that got no gradient under INFO already.
+  if (category == "ddp_unused_parameters") return {info};
+  if (category == "cuda_error" || category == "cuda_oom") return {{{"CUDA_LAUNCH_BLOCKING", "1"}}};
   if (category == "nccl_error")
-    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}};
+    return {{{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}},
+            {{"TORCH_DISTRIBUTED_DEBUG", "INFO"}, {"NCCL_DEBUG", "INFO"}}};
   return {};
 }
 
@@ -170,12 +178,33 @@ bool Reduction::confirm_phase() {
   return true;
 }
 
+// The minimum once more with debug variables. A run that fails differently is not the
+// explanation: it is named in a note, and the next variables are tried.
 void Reduction::debug_phase() {
   result_.target = oracle_.target();
-  result_.debug_env = debug_variables(spec_, result_.target.category);
-  if (!result_.debug_env.empty() && !oracle_.exhausted()) {
-    progress_.phase("debug rerun");
-    result_.debug_run = oracle_.debug_run(state_.best, result_.debug_env);
+  const std::vector<Env> variants = debug_variants(spec_, result_.target.category);
+  if (variants.empty() || oracle_.exhausted()) return;
+  progress_.phase("debug rerun");
+  for (size_t i = 0; i < variants.size() && !oracle_.exhausted(); ++i) {
+    RunRecord r = oracle_.debug_run(state_.best, variants[i]);
+    if (r.signature && same_failure(result_.target, *r.signature, "loose")) {
+      result_.debug_env = variants[i];
+      result_.debug_run = r;
+      return;
+    }
+    std::string what = r.signature ? "failed differently (" + r.signature->to_string() + ")"
+                                   : "did not fail (" + std::string(to_string(r.status)) + ")";
+    std::string vars;
+    for (const auto& [k, v] : variants[i]) vars += (vars.empty() ? "" : " ") + k + "=" + v;
+    std::string note = "with " + vars + " the minimal configuration " + what + ", not the failure "
+                       "being explained; trial " + r.dir;
+    if (variants[i].count("TORCH_DISTRIBUTED_DEBUG") &&
+        variants[i].at("TORCH_DISTRIBUTED_DEBUG") == "DETAIL" && r.signature &&
+        r.signature->category == "signal")
+      note += " (PyTorch 2.x's DDP over Gloo crashes in its constructor under DETAIL)";
+    if (i + 1 < variants.size()) note += "; trying the next variables";
+    result_.debug_notes.push_back(note);
+    progress_.note("debug rerun: " + note);
   }
 }
 

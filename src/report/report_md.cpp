@@ -90,6 +90,7 @@ std::string report_markdown(const ReportInputs& in) {
        << " (`" << r.debug_run->dir << "`).\n\n```\n"
        << redact_value("", r.debug_run->text.substr(0, 4000)) << "\n```\n";
   }
+  for (const auto& note : r.debug_notes) md << "\nDebug rerun: " << cell(note) << ".\n";
   md << "\n## Environment\n\n";
   environment(md, in.environment);
   md << "\n## Reduction\n\n| trial | pass | ranks | samples | components | features "

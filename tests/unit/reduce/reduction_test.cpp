@@ -192,3 +192,42 @@ TEST(Escalation, TheLogsWorldSizePicksTheFirstStage) {
   o.start_stage = "node";
   EXPECT_EQ(first_stage(spec, o), 1u);
 }
+
+TEST_F(ReductionTest, ADebugRerunThatCrashesIsANoteAndINFOIsTriedNext) {
+  world.signature.category = "hang";
+  world.signature.exception = "";
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  world.crash = [](const TrialRequest& req) -> std::optional<Signature> {
+    auto it = req.extra_env.find("TORCH_DISTRIBUTED_DEBUG");
+    if (it == req.extra_env.end() || it->second != "DETAIL") return std::nullopt;
+    Signature segv;  // PyTorch 2.x: DDP's constructor under DETAIL with Gloo
+    segv.category = "signal";
+    segv.exception = "SIGSEGV";
+    return segv;
+  };
+  ReductionResult r = run_reduction(spec, options(4));
+  expect_planted_minimum(r);
+  ASSERT_TRUE(r.debug_run.has_value());
+  EXPECT_EQ(r.debug_env, (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}}));
+  EXPECT_EQ(r.debug_run->signature->category, "hang");
+  ASSERT_EQ(r.debug_notes.size(), 1u);
+  EXPECT_NE(r.debug_notes[0].find("TORCH_DISTRIBUTED_DEBUG=DETAIL"), std::string::npos);
+  EXPECT_NE(r.debug_notes[0].find("signal SIGSEGV"), std::string::npos);
+  EXPECT_NE(r.debug_notes[0].find("crashes in its constructor"), std::string::npos);
+}
+
+TEST_F(ReductionTest, UnusedParametersGetAnInfoRerun) {
+  world.signature.category = "ddp_unused_parameters";
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionResult r = run_reduction(spec, options(5));
+  ASSERT_TRUE(r.debug_run.has_value());
+  EXPECT_EQ(r.debug_env, (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}}));
+  EXPECT_TRUE(r.debug_notes.empty());
+}
+
+TEST_F(ReductionTest, APythonExceptionGetsNoDebugRerun) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionResult r = run_reduction(spec, options(6));
+  EXPECT_FALSE(r.debug_run.has_value());
+  EXPECT_TRUE(r.debug_env.empty());
+}

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -50,6 +51,9 @@ struct Synthetic {
   std::function<bool(const TrialConfig&)> other_failure;
   // Infra or Interrupted instead of running; any other status lets `fails` decide.
   std::function<TrialStatus(const TrialConfig&, int)> status_override;
+  Signature signature = target_signature();  // what a target failure looks like
+  // A failure of its own for this request (e.g. a crash under debug variables), or nullopt.
+  std::function<std::optional<Signature>(const TrialRequest&)> crash;
   long long last_step = -1;
   int sleep_ms = 0;  // how long a trial takes; it ends early when cancelled
   std::function<int(const TrialConfig&)> duration_ms;  // instead of sleep_ms, per configuration
@@ -98,13 +102,20 @@ struct Synthetic {
     RankRecord r;
     r.last_step = last_step;
     o.ranks.push_back(r);
+    if (auto own = crash ? crash(req) : std::nullopt) {
+      o.status = TrialStatus::Fail;
+      o.diagnosis = Diagnosis{};
+      o.diagnosis->failed = true;
+      o.diagnosis->signature = *own;
+      return o;
+    }
     bool target = fails(req.config, before);
     bool other = !target && other_failure && other_failure(req.config);
     o.status = target || other ? TrialStatus::Fail : TrialStatus::Pass;
     if (target || other) {
       Diagnosis d;
       d.failed = true;
-      d.signature = target_signature();
+      d.signature = signature;
       if (other) {
         d.signature.category = "python_exception";
         d.signature.exception = "IndexError";
