@@ -56,7 +56,8 @@ struct ReduceCliOptions {
   std::string spec;
   std::string out;
   bool resume = false;
-  int jobs = 0;  // 0: the spec's reduce.jobs
+  std::string jobs;  // N or auto; empty: the spec's reduce.jobs
+  std::string stage;  // the stage known to fail: escalation starts there
   std::string strategy;
   int64_t max_trials = 0;
   std::string max_time;

@@ -79,10 +79,14 @@ CLI::App* add_reduce(CLI::App& app, cli::ReduceCliOptions& o) {
       ->option_text("DIR");
   c->add_flag("--resume", o.resume,
               "continue the reduction in --out without rerunning finished trials");
-  c->add_option("--jobs,-j", o.jobs, "candidates tested concurrently")
-      ->check(CLI::Range(1, 256))
-      ->option_text("N");
+  c->add_option("--jobs,-j", o.jobs,
+                "trials at once, for every pass: N (1-256), or auto (as many as the cores, "
+                "GPUs or Slurm nodes hold)")
+      ->option_text("N|auto");
   c->add_option("--strategy", o.strategy, strategy_help())->option_text("NAME");
+  c->add_option("--stage", o.stage,
+                "the stage known to fail: escalation starts there instead of at the first")
+      ->option_text("NAME");
   c->add_option("--max-trials", o.max_trials, "trial budget")
       ->check(CLI::PositiveNumber)
       ->option_text("N");

@@ -8,6 +8,7 @@
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
 #include "common/interrupt.hpp"
+#include "common/output.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "probe/environment.hpp"
@@ -48,8 +49,18 @@ bool prepare_out_dir(const ReductionOptions& opt) {
   return true;
 }
 
+// --jobs: 1 to 256, or auto (0: as many as the resources hold).
+std::optional<int> parse_jobs(const std::string& text) {
+  if (text == "auto") return 0;
+  if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  const int n = std::stoi(text);
+  if (n < 1 || n > 256) return std::nullopt;
+  return n;
+}
+
 // --from-logs: the failure diagnosed from the user's own logs; nullopt after printing why not.
-std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptions& o) {
+std::optional<Diagnosis> target_from_logs(const Spec& spec, const ReduceCliOptions& o) {
   PathInputs read = inputs_from_paths({o.from_logs});
   if (read.error) {
     error("--from-logs: " + *read.error);
@@ -64,7 +75,58 @@ std::optional<Signature> target_from_logs(const Spec& spec, const ReduceCliOptio
     return std::nullopt;
   }
   if (!o.quiet) note("chasing the failure from " + o.from_logs + ": " + d.signature.to_string());
-  return d.signature;
+  return d;
+}
+
+// The reduction's options from the flags and the spec; nullopt after printing what is wrong.
+std::optional<ReductionOptions> reduction_options(const Spec& spec, const ReduceCliOptions& o) {
+  ReductionOptions opt;
+  opt.out_dir = o.out.empty() ? spec.report_dir : o.out;
+  opt.resume = o.resume;
+  opt.jobs = static_cast<int>(spec.reduce.jobs);
+  if (!o.jobs.empty()) {
+    auto jobs = parse_jobs(o.jobs);
+    if (!jobs) {
+      error("--jobs: expected a number from 1 to 256 or auto, found '" + o.jobs + "'");
+      return std::nullopt;
+    }
+    opt.jobs = *jobs;
+  }
+  opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
+  if (!is_strategy(opt.strategy)) {
+    std::string guess = suggest(opt.strategy, strategy_names());
+    error("--strategy: expected one of " + join(strategy_names(), ", ") + ", found '" +
+          opt.strategy + "'" + (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+    return std::nullopt;
+  }
+  if (o.max_trials > 0) opt.max_trials = o.max_trials;
+  if (!o.max_time.empty()) {
+    auto d = parse_duration(o.max_time);
+    if (!d || d->count() <= 0) {
+      error("--max-time: expected a duration such as 90s, 5m or 2h, found '" + o.max_time + "'");
+      return std::nullopt;
+    }
+    opt.max_time = d;
+  }
+  opt.confirm_runs = o.confirm;
+  opt.quiet = o.quiet;
+  if (!o.stage.empty() && !spec.find_stage(o.stage)) {
+    std::vector<std::string> names;
+    for (const auto& st : spec.stages) names.push_back(st.name);
+    std::string guess = suggest(o.stage, names);
+    error("--stage: no stage '" + o.stage + "' in " + spec.file + " (stages: " + join(names, ", ") +
+          ")" + (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+    return std::nullopt;
+  }
+  opt.start_stage = o.stage;
+  if (!o.from_logs.empty()) {
+    auto seen = target_from_logs(spec, o);
+    if (!seen) return std::nullopt;
+    opt.target = seen->signature;
+    for (const auto& r : seen->ranks)
+      opt.seen_world_size = std::max(opt.seen_world_size, r.rank + 1);
+  }
+  return opt;
 }
 
 }  // namespace
@@ -73,32 +135,9 @@ int reduce(const ReduceCliOptions& o) {
   auto loaded = load_spec_or_report(o.spec);
   if (!loaded) return bad_input();
   const Spec& spec = *loaded;
-  ReductionOptions opt;
-  opt.out_dir = o.out.empty() ? spec.report_dir : o.out;
-  opt.resume = o.resume;
-  opt.jobs = static_cast<int>(o.jobs > 0 ? o.jobs : spec.reduce.jobs);
-  opt.strategy = o.strategy.empty() ? spec.reduce.strategy : o.strategy;
-  if (!is_strategy(opt.strategy)) {
-    std::string guess = suggest(opt.strategy, strategy_names());
-    error("--strategy: expected one of " + join(strategy_names(), ", ") + ", found '" +
-          opt.strategy + "'" + (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
-    return bad_input();
-  }
-  if (o.max_trials > 0) opt.max_trials = o.max_trials;
-  if (!o.max_time.empty()) {
-    auto d = parse_duration(o.max_time);
-    if (!d || d->count() <= 0) {
-      error("--max-time: expected a duration such as 90s, 5m or 2h, found '" + o.max_time + "'");
-      return bad_input();
-    }
-    opt.max_time = d;
-  }
-  opt.confirm_runs = o.confirm;
-  opt.quiet = o.quiet;
-  if (!o.from_logs.empty()) {
-    opt.target = target_from_logs(spec, o);
-    if (!opt.target) return bad_input();
-  }
+  auto options = reduction_options(spec, o);
+  if (!options) return bad_input();
+  const ReductionOptions& opt = *options;
   if (!prepare_out_dir(opt)) return bad_input();
 
   // The environment probe (a Python interpreter importing torch) runs beside the trials.
@@ -106,15 +145,24 @@ int reduce(const ReduceCliOptions& o) {
   ReportInputs report;
   report.spec = &spec;
   report.out_dir = opt.out_dir;
+  const std::string resume =
+      "ddpbisect " + shell_quote(spec.file) + " --out " + shell_quote(opt.out_dir) + " --resume";
   try {
     report.result = run_reduction(spec, opt);
+    report.environment = environment.get();
+    write_reports(report);
   } catch (const Interrupted& e) {
-    note(std::string(e.what()) + "; every rank was stopped. Continue with: ddpbisect " +
-         shell_quote(spec.file) + " --out " + shell_quote(opt.out_dir) + " --resume");
+    note(std::string(e.what()) + "; every rank was stopped. Continue with: " + resume);
     return exit_code::interrupted(e.signal());
+  } catch (const OutputError& e) {
+    // Our own files: the journal holds every finished trial, whole; nothing is lost.
+    error(std::string(e.what()) +
+          (e.disk_full() ? " (the output folder's filesystem is full, or has less than 1 MiB free)"
+                         : "") +
+          ". Every rank was stopped and every finished trial is in the journal; make room and "
+          "continue with: " + resume);
+    return exit_code::kInternal;
   }
-  report.environment = environment.get();
-  write_reports(report);
   if (report.result.status == ReductionStatus::NotReproduced) {
     std::cout << "ddpbisect: no stage failed ("
               << plural(static_cast<long long>(report.result.tried.size()), "trial")

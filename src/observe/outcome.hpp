@@ -26,7 +26,7 @@ struct RankRecord {
   double start_s = 0, end_s = -1;  // seconds since the trial started
   int exit_code = -1;              // when it exited
   int signal = 0;                  // when a signal ended it
-  std::string killed_by;           // "", early_stop, hang, timeout, interrupt
+  std::string killed_by;           // "", early_stop, hang, timeout, interrupt, cancel
   long long last_step = -1;
   long long heartbeats = 0;
   double last_progress_s = 0;
@@ -40,7 +40,7 @@ struct RankRecord {
 struct TrialOutcome {
   std::string dir;
   TrialStatus status = TrialStatus::Infra;
-  int interrupt_signal = 0;  // status Interrupted: SIGINT or SIGTERM
+  int interrupt_signal = 0;  // status Interrupted: SIGINT or SIGTERM; 0 when cancelled
   std::string reason;  // one line for humans
   TrialConfig config;
   std::string master_addr;

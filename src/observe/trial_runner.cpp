@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/interrupt.hpp"
+#include "common/output.hpp"
 #include "common/signals.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/launcher.hpp"
@@ -95,10 +96,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
   out.launcher = launcher->name();
   out.master_port = place.master_port;
   out.token = place.token;
-  {
-    std::ofstream cfg(place.config_path);
-    cfg << rank_config_json(spec, req.config).dump(2) << "\n";
-  }
+  write_file_atomically(place.config_path, rank_config_json(spec, req.config).dump(2) + "\n");
 
   auto slots = plan_ranks(spec, req.config, place);
   auto processes = launcher->wrap(slots);
@@ -245,6 +243,10 @@ TrialOutcome run_trial(const TrialRequest& req) {
     if (int sig = interrupt_signal(); sig && stop_kind != "interrupt") {
       stop_kind = "interrupt";
       kill_alive("interrupt");
+    } else if (req.cancelled && stop_kind != "interrupt" && stop_kind != "cancel" &&
+               req.cancelled()) {
+      stop_kind = "cancel";
+      kill_alive("cancel");
     }
     if (stop_kind.empty()) {
       // Once a rank has failed, the others' silence is its consequence: the early stop owns it.
@@ -317,6 +319,9 @@ TrialOutcome run_trial(const TrialRequest& req) {
     out.status = TrialStatus::Interrupted;
     out.interrupt_signal = interrupt_signal();
     out.reason = "interrupted by " + std::string(signal_name(out.interrupt_signal));
+  } else if (stop_kind == "cancel") {
+    out.status = TrialStatus::Interrupted;  // interrupt_signal 0: stopped, never judged
+    out.reason = "cancelled: the reducer no longer needed its answer";
   } else if (!start_error.empty()) {
     out.status = TrialStatus::Infra;
     out.reason = start_error;
@@ -362,7 +367,9 @@ TrialOutcome run_trial(const TrialRequest& req) {
       out.reason = rank_words(d.root.origin.rank) + ": " + d.signature.to_string();
     }
   }
-  std::ofstream(fs::path(req.dir) / "outcome.json") << out.to_json().dump(2) << "\n";
+  // Whole or not at all: a driver killed here leaves no half outcome.json.
+  write_file_atomically((fs::path(req.dir) / "outcome.json").string(),
+                        out.to_json().dump(2) + "\n");
   return out;
 }
 

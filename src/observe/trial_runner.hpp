@@ -3,6 +3,7 @@
 // process, and records it all in <dir>/outcome.json.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -17,6 +18,9 @@ struct TrialRequest {
   TrialConfig config;
   std::string dir;  // created by the runner; must not exist
   std::map<std::string, std::string> extra_env;
+  // Polled while the ranks run: true stops the trial (every rank killed and reaped) and it
+  // returns Interrupted with interrupt_signal 0. The reducer cancels speculative trials with it.
+  std::function<bool()> cancelled = nullptr;
 };
 
 TrialOutcome run_trial(const TrialRequest& request);

@@ -76,10 +76,12 @@ void Progress::target(const Signature& target, const RunRecord& first, const std
   line_->update([&] { has_target_ = true; });
 }
 
-void Progress::trial(const TrialConfig& c, const RunRecord& r, bool interesting, int64_t trials) {
+void Progress::trial(const TrialConfig& c, const RunRecord& r, std::optional<bool> target_hit,
+                     int64_t trials) {
+  const bool interesting = target_hit.value_or(false);  // nullopt: no target yet
   std::string verdict = to_string(r.status);
   if (r.status == TrialStatus::Fail) {
-    if (!has_target_)
+    if (!has_target_ || !target_hit)
       verdict = "failed: " + record_headline(r);
     else if (interesting)
       verdict = "failed (the target)";

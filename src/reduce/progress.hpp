@@ -25,7 +25,9 @@ class Progress {
   void phase(const std::string& text);  // "escalate", "round 1: samples", "confirm"
   // The failure the reduction keeps from now on (printed, stays on screen).
   void target(const Signature& target, const RunRecord& first, const std::string& stage);
-  void trial(const TrialConfig& c, const RunRecord& r, bool interesting, int64_t trials);
+  // `target_hit`: whether it failed with the target; nullopt before there is one.
+  void trial(const TrialConfig& c, const RunRecord& r, std::optional<bool> target_hit,
+             int64_t trials);
   void best(const TrialConfig& c);
   void note(const std::string& line);  // a plain line, above the status line
   void done();

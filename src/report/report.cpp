@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/redact.hpp"
+#include "common/output.hpp"
 #include "common/text.hpp"
 #include "report/headline.hpp"
 #include "report/report_html.hpp"
@@ -39,14 +40,11 @@ void write_reports(const ReportInputs& in) {
     if (f.when != ReportFile::When::Always && !reproduced) continue;
     if (f.when == ReportFile::When::ReproducedBuiltin && !in.spec->builtin) continue;
     const fs::path path = fs::path(in.out_dir) / f.path;
-    fs::create_directories(path.parent_path());
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) throw OutputError(path.parent_path().string(), ec.value());
     // Written whole, then renamed: a reader never sees half a file.
-    const fs::path tmp = path.string() + ".tmp";
-    std::ofstream(tmp) << f.render(in);
-    if (f.executable)
-      fs::permissions(tmp, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                      fs::perm_options::add);
-    fs::rename(tmp, path);
+    write_file_atomically(path.string(), f.render(in), f.executable);
   }
 }
 

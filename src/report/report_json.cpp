@@ -67,6 +67,7 @@ json report_json(const ReportInputs& in) {
         {"same_failure", r.debug_run->signature.has_value() &&
                              same_failure(r.target, *r.debug_run->signature, "loose")},
         {"text", r.debug_run->text.substr(0, 4000)}};
+  if (!r.debug_notes.empty()) j["debug_notes"] = r.debug_notes;
   j["first_failure"] = {
       {"dir", r.first_run.dir},
       {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};

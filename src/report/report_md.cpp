@@ -102,6 +102,7 @@ void environment(std::ostringstream& md, const json& env) {
     if (v.is_array() && v.empty()) return std::string("none");
     return v.dump();
   };
+  for (const auto& note : r.debug_notes) md << "\nDebug rerun: " << cell(note) << ".\n";
   md << "\n## Environment\n\n";
   const json ce = env.value("collect_env", json(nullptr));
   if (ce.is_string()) {
