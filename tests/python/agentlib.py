@@ -239,3 +239,33 @@ class JobTest(unittest.TestCase):
         while job.leftovers() and time.time() < deadline:
             time.sleep(0.1)
         self.assertEqual(job.leftovers(), [], "processes left behind")
+
+
+def trace_files(job):
+    """{rank: (header, events)} from the agent's collective trace files of a job."""
+    out = {}
+    folder = job.dir / "agent"
+    for path in sorted(folder.glob("collectives.*.jsonl")) if folder.is_dir() else []:
+        header, events = None, []
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            obj = json.loads(line)
+            if obj.get("kind") == "ddpbisect-collectives":
+                header = obj
+            else:
+                events.append(obj)
+        if header is not None:
+            out[header["rank"]] = (header, sorted(events, key=lambda e: e["i"]))
+    return out
+
+
+def marked_lines(script):
+    """{name: line number} of the `# trace:NAME` comments in a workload."""
+    out = {}
+    for n, line in enumerate((WORKLOADS / script).read_text().splitlines(), 1):
+        m = re.search(r"# trace:(\w+)", line)
+        if m:
+            out[m.group(1)] = n
+    return out
