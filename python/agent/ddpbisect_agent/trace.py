@@ -336,13 +336,10 @@ def _wrap_lifecycle(op, fn):
 
 
 def _block_stack_signal():
-    """torch 1.13's TCPStore fails with "Interrupted system call" when a signal lands in its
-    connect: there, while init_process_group runs, requests go to another thread (the watcher;
-    faulthandler still dumps every thread)."""
+    """A signal landing in TCPStore's connect fails it ("Interrupted system call": an exception in
+    torch 1.13, a warning and a retry in 2.x). While init_process_group runs, requests go to the
+    watcher thread instead (faulthandler still dumps every thread; the main one is not "current")."""
     if not state.signum or not state.watcher:
-        return None
-    version = getattr(sys.modules.get("torch"), "__version__", "2")
-    if not version.startswith("1."):
         return None
     try:
         return _signal.pthread_sigmask(_signal.SIG_BLOCK, [state.signum])
