@@ -6,5 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 python3 -c 'import sys, torch; print("agent tests:", sys.executable, "torch", torch.__version__)'
-if [ $# -eq 0 ]; then set -- discover -s . -p "test_*.py"; fi
+if [ $# -eq 0 ]; then
+  exec python3 -m unittest discover -v -s . -p "test_*.py"
+fi
 exec python3 -m unittest -v "$@"
