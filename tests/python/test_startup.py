@@ -74,6 +74,12 @@ class Startup(unittest.TestCase):
         self.assertIn("Error in sitecustomize", plain.stderr)
         self.assertEqual(ours.stderr, plain.stderr)
 
+    def test_a_signal_faulthandler_keeps_is_refused_and_left_alone(self):
+        out = run_python("import signal; print(signal.getsignal(signal.SIGABRT))",
+                         agent_env(DDPBISECT_STACK_SIGNAL="6"))
+        self.assertEqual(out.stdout.strip(), "None")  # still faulthandler's, not the agent's
+        self.assertIn("cannot answer stack requests on signal 6", out.stderr)
+
     def test_isolated_mode_has_no_agent(self):
         self.assertFalse(probe(agent_env(), args=["-I"])["agent"])
 

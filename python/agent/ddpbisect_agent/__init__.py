@@ -3,7 +3,8 @@ collective trace, the training data set and the trial's part of it, a step limit
 
 sitecustomize calls start() in every Python process of a rank. Until the program imports torch the
 agent only registers the stack-request signal and an import hook; the rest (trace, steps, data) is
-patched into torch's own modules right after each is first imported."""
+patched into torch's own modules right after each is first imported. This file holds only what
+every Python process of a rank runs at startup; the rest is in core, trace, steps and data."""
 import faulthandler
 import os
 import sys
@@ -26,6 +27,7 @@ class State:
     on_stack_request = None  # set by the trace once there is one to dump
     on_rank = []  # called once when this process becomes the rank
     last_loss = None  # the last CPU scalar backward() ran on
+    rank = None  # the default group's rank, once init_process_group returned
 
 
 state = State()
@@ -52,18 +54,26 @@ def _int(text):
         return 0
 
 
+_FATAL = {_signal.SIGSEGV, _signal.SIGFPE, _signal.SIGABRT, _signal.SIGBUS, _signal.SIGILL,
+          _signal.SIGKILL, _signal.SIGSTOP}
+
+
 def _register_stack_signal(signum):
     """faulthandler writes every thread's Python stack to stderr from its C handler (no GIL needed),
     then chains to a Python-level handler, whose C part wakes the trace's watcher thread."""
     if signum <= 0 or sys.stderr is None:
         return
     try:
+        if signum in _FATAL:
+            raise ValueError("faulthandler keeps it for fatal errors")
         _signal.signal(signum, _on_stack_signal)
         faulthandler.register(signum, file=sys.stderr, all_threads=state.role != "helper",
                               chain=True)
         state.signum = signum
         restart_syscalls()
     except (ValueError, OSError, RuntimeError) as e:
+        from .core import write
+
         write(2, "ddpbisect agent: cannot answer stack requests on signal %d: %s\n" % (signum, e))
         return
     import atexit
@@ -112,55 +122,6 @@ def _after_fork():
                 restart_syscalls()
         except (ValueError, OSError, RuntimeError):
             pass
-
-
-def become_rank():
-    """This process is the rank: its children are helpers; failures dump the trace."""
-    if state.role != "process":
-        return
-    state.role = "rank"
-    ENV[RANK_PID] = str(os.getpid())
-    for fn in state.on_rank:
-        fn()
-
-
-_complained = set()
-
-
-def internal_error(where, e):
-    """An error in the agent's own code: one line per place, and the program goes on untouched."""
-    if where not in _complained:
-        _complained.add(where)
-        write(2, "ddpbisect agent: internal error in %s: %s: %s\n" % (where, type(e).__name__, e))
-
-
-def write(fd, text):
-    """Writes whole lines straight to a file descriptor: no Python buffer, whatever sys.stdout is."""
-    data = text.encode("utf-8", "replace")
-    while data:
-        try:
-            n = os.write(fd, data)
-        except InterruptedError:
-            continue
-        except OSError:
-            return
-        data = data[n:]
-
-
-def emit(tag, obj, fd=2):
-    import json
-
-    write(fd, "%s %s\n" % (tag, json.dumps(obj, separators=(",", ":"))))
-
-
-def rank():
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_initialized():
-            return dist.get_rank()
-    except Exception:
-        pass
-    return _int(ENV.get("RANK"))
 
 
 # The helper module (python/ddpbisect.py) calls these when the agent is loaded.
@@ -231,4 +192,6 @@ def _patch(name, module):
         mod = __import__("ddpbisect_agent." + ours, fromlist=[fn])
         getattr(mod, fn)(module)
     except Exception as e:
+        from .core import write
+
         write(2, "ddpbisect agent: could not watch %s: %s: %s\n" % (name, type(e).__name__, e))

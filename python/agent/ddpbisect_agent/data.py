@@ -14,7 +14,8 @@ import os
 import re
 import sys
 
-from . import ENV, emit, frames, internal_error, rank, state
+from . import ENV, frames, state
+from .core import emit, internal_error, rank
 
 _TRAIN = frozenset(("train", "training", "trn"))
 _EVAL = frozenset(("val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev",

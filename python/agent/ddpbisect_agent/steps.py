@@ -6,7 +6,8 @@ import os
 import sys
 import time
 
-from . import ENV, become_rank, emit, rank, state, write
+from . import ENV, state, trace
+from .core import become_rank, emit, rank, write
 
 
 def patch_optimizer(module):
@@ -41,8 +42,6 @@ def on_step(optimizer, *unused):
 
 
 def heartbeat():
-    from . import trace
-
     loss, state.last_loss = state.last_loss, None
     text = "null"
     if loss is not None:
@@ -60,8 +59,6 @@ def heartbeat():
 def stop():
     """Ends this rank after its last allowed step: every rank waits for the others (through the
     store), DataLoader workers go, then the process exits 0 without running the rest of the script."""
-    from . import trace
-
     emit("DDPBISECT_STOP", {"rank": rank(), "steps": state.steps, "reason": "max_steps"})
     timeout = float(ENV.get("DDPBISECT_STOP_TIMEOUT", "600"))
     try:

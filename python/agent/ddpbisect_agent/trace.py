@@ -20,10 +20,12 @@ import time
 
 import _signal
 
-from . import ENV, become_rank, frames, internal_error, rank, restart_syscalls, state, write
+from . import ENV, frames, restart_syscalls, state
+from .core import become_rank, internal_error, rank, write
 
 RING = 64
 SLOT = 512  # bytes per event in the file, newline included
+TAIL = 128  # the slot's last bytes before the newline: what changes when a call ends
 HEADER = 4096
 
 _OPS = (
@@ -44,7 +46,7 @@ class Group:
 
 class Event:
     __slots__ = ("i", "op", "g", "seq", "seq_end", "peer", "shapes", "dtypes", "site", "state",
-                 "t0", "t1", "work", "error")
+                 "t0", "t1", "work", "error", "head")
 
 
 _c10d = None  # torch.distributed.distributed_c10d
@@ -57,6 +59,7 @@ _pending = []  # events whose async work was not seen completed yet
 _local = threading.local()  # .busy: inside a traced call (nested calls are not traced)
 _mirror = None
 _ddp_group = None  # the group of a DDP forward run with grad, until its backward
+_default = None  # the default group's Group while it exists
 _stopped_state = "running"
 _last_end = 0.0  # when the last traced call returned
 
@@ -64,13 +67,16 @@ _last_end = 0.0  # when the last traced call returned
 # ---------------------------------------------------------------- groups and sequence numbers
 def _resolve(pg):
     """Our Group for a process group (None: the default one); None when there is none."""
+    g = _groups.get(id(pg))
+    if g is not None and g.pg is pg:
+        return g
     try:
         if pg is None or pg is getattr(_c10d.GroupMember, "WORLD", None):
             pg = _c10d._get_default_group()
-        g = _groups.get(id(pg))
-        if g is None or g.pg is not pg:
-            g = _register(pg)
-        return g
+            g = _groups.get(id(pg))
+            if g is not None and g.pg is pg:
+                return g
+        return _register(pg)
     except Exception:
         return None
 
@@ -119,14 +125,7 @@ def _seq(g):
 
 def current_seq():
     """Collectives issued so far on the default group (heartbeats' `seq`), or None."""
-    if _c10d is None:
-        return None
-    try:
-        if not _c10d.is_initialized():
-            return None
-    except Exception:
-        return None
-    g = _resolve(None)
+    g = _default
     return None if g is None else _seq(g)
 
 
@@ -140,6 +139,7 @@ def _begin(op, g, seq, shapes=None, dtypes=None, peer=None):
     ev.shapes, ev.dtypes = shapes, dtypes
     ev.site = frames.user_frame(3)
     ev.state, ev.t0, ev.t1, ev.work, ev.error = "issued", time.time(), None, None, None
+    ev.head = _head(ev)
     _ring[ev.i % RING] = ev
     if _mirror is None:
         _open_mirror()
@@ -153,7 +153,7 @@ def _end(ev, state_="completed"):
     ev.t1 = _last_end = time.time()
     ev.state = state_
     if _mirror:
-        _write_event(ev)
+        _write_tail(ev)
 
 
 def _sweep():
@@ -170,53 +170,86 @@ def _sweep():
             if done and ev.state == "async":
                 ev.state, ev.t1 = "completed", now
                 if _mirror:
-                    _write_event(ev)
+                    _write_tail(ev)
+
+
+_templates = {}  # what a call site's events share -> head text with %d (i, seq) and %f (t0) left
+
+
+def _head(ev):
+    """The fields fixed when the call starts: '{"i":..,...,' (the tail closes the object)."""
+    key = (ev.op, ev.g, ev.seq is None, ev.peer, ev.shapes, ev.dtypes, ev.site)
+    template = _templates.get(key)
+    if template is None:
+        parts = ['{"i":%%d,"op":"%s","pg":%d' % (ev.op, -1 if ev.g is None else ev.g.id)]
+        if ev.seq is not None:
+            parts.append(',"seq":%d')
+        if ev.peer is not None:
+            parts.append(',"peer":%d' % ev.peer)
+        if ev.shapes:
+            parts.append(',"shapes":%s,"dtypes":%s' % (ev.shapes, ev.dtypes))
+        if ev.site is not None:
+            parts.append((',"site":"%s:%d","fn":"%s"' % ev.site).replace("%", "%%"))
+        parts.append(',"t0":%.6f,')
+        template = "".join(parts)
+        if len(_templates) < 4096:
+            _templates[key] = template
+    if ev.seq is None:
+        return template % (ev.i, ev.t0)
+    return template % (ev.i, ev.seq, ev.t0)
+
+
+def _tail(ev):
+    """The fields a call's end sets, then the closing brace."""
+    tail = '"seq_end":%s,"state":"%s","t1":%s' % (
+        "null" if ev.seq_end is None else ev.seq_end, ev.state,
+        "null" if ev.t1 is None else "%.6f" % ev.t1)
+    if ev.error is not None:
+        tail += ',"error":"%s"' % ev.error[:40]
+    return tail + "}"
 
 
 def _event_json(ev):
-    g = -1 if ev.g is None else ev.g.id
-    parts = ['{"i":%d,"op":"%s","pg":%d' % (ev.i, ev.op, g)]
-    if ev.seq is not None:
-        parts.append(',"seq":%d' % ev.seq)
-    if ev.seq_end is not None:
-        parts.append(',"seq_end":%d' % ev.seq_end)
-    if ev.peer is not None:
-        parts.append(',"peer":%d' % ev.peer)
-    if ev.shapes:
-        parts.append(',"shapes":%s,"dtypes":%s' % (ev.shapes, ev.dtypes))
-    if ev.site is not None:
-        parts.append(',"site":"%s:%d","fn":"%s"' % ev.site)
-    parts.append(',"state":"%s","t0":%.6f' % (ev.state, ev.t0))
-    if ev.t1 is not None:
-        parts.append(',"t1":%.6f' % ev.t1)
-    if ev.error is not None:
-        parts.append(',"error":"%s"' % ev.error)
-    parts.append("}")
-    return "".join(parts)
+    return ev.head + _tail(ev)
+
+
+_dtype_names = {}
 
 
 def _tensor_info(args, kwargs):
+    """JSON text of the shapes and dtypes of the first four tensors among the arguments."""
     shapes, dtypes = [], []
 
     def add(t):
         if len(shapes) < 4:
-            shapes.append("[%s]" % ",".join(str(int(d)) for d in t.shape))
-            dtypes.append('"%s"' % str(t.dtype).replace("torch.", ""))
+            shapes.append(str(list(t.shape)))
+            d = t.dtype
+            name = _dtype_names.get(d)
+            if name is None:
+                name = _dtype_names[d] = '"%s"' % str(d).replace("torch.", "")
+            dtypes.append(name)
 
-    for a in itertools.chain(args, kwargs.values()):
-        if isinstance(a, _Tensor):
-            add(a)
-        elif type(a) in (list, tuple):
-            for t in a:
-                if isinstance(t, _Tensor):
-                    add(t)
-                else:
-                    t = getattr(t, "tensor", None)  # P2POp
-                    if isinstance(t, _Tensor):
-                        add(t)
+    for a in args:
+        _scan(a, add)
+    if kwargs:
+        for a in kwargs.values():
+            _scan(a, add)
     if not shapes:
         return None, None
     return "[%s]" % ",".join(shapes), "[%s]" % ",".join(dtypes)
+
+
+def _scan(a, add):
+    if isinstance(a, _Tensor):
+        add(a)
+    elif type(a) in (list, tuple):
+        for t in a:
+            if isinstance(t, _Tensor):
+                add(t)
+            else:
+                t = getattr(t, "tensor", None)  # P2POp
+                if isinstance(t, _Tensor):
+                    add(t)
 
 
 def _wrap(op, fn):
@@ -296,11 +329,18 @@ def _failed(ev, e):
 
 
 def _wrap_lifecycle(op, fn):
-    def after(ev, out):
+    def after(ev, out, args, kwargs):
+        global _default
         if op == "init_process_group":
             become_rank()
-            ev.g = _resolve(None)
+            ev.g = _default = _resolve(None)
+            state.rank = _c10d.get_rank()
             _write_header()
+        elif op == "destroy_process_group":
+            group = args[0] if args else kwargs.get("group")
+            if group is None or (_default is not None and group is _default.pg):
+                _default = None
+                state.rank = None
         elif op == "new_group" and out is not None and out is not getattr(
                 _c10d.GroupMember, "NON_GROUP_MEMBER", None):
             _resolve(out)
@@ -326,7 +366,7 @@ def _wrap_lifecycle(op, fn):
             if mask is not None:
                 _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
         try:
-            after(ev, out)
+            after(ev, out, args, kwargs)
         except Exception as e:
             internal_error("trace." + op, e)
         return out
@@ -437,7 +477,7 @@ def patch_autograd(module):
         if state.role == "helper":
             return backward(tensors, *args, **kwargs)
         try:  # the loss, for heartbeats: a CPU scalar only (.item() on a GPU would synchronize)
-            if tensors.numel() == 1 and tensors.device.type == "cpu":
+            if tensors.is_cpu and tensors.numel() == 1:
                 state.last_loss = tensors
         except Exception:
             pass
@@ -479,12 +519,23 @@ def _open_mirror():
 
 
 def _write_event(ev):
-    data = _event_json(ev).encode()
-    if len(data) >= SLOT:
+    text = ev.head.ljust(SLOT - TAIL - 1) + _tail(ev).rjust(TAIL) + "\n"
+    data = text.encode()
+    if len(data) != SLOT:  # a long head (many shapes, a long path) or non-ASCII text
         ev.shapes = ev.dtypes = None
-        data = _event_json(ev).encode()[: SLOT - 1]
+        ev.head = _head(ev)
+        data = ev.head.encode()[: SLOT - TAIL - 1].ljust(SLOT - TAIL - 1) + _tail(ev).encode().rjust(TAIL) + b"\n"
+        if len(data) != SLOT:
+            return
     at = HEADER + (ev.i % RING) * SLOT
-    _mirror[at : at + SLOT] = data.ljust(SLOT - 1) + b"\n"
+    _mirror[at : at + SLOT] = data
+
+
+def _write_tail(ev):
+    data = _tail(ev).rjust(TAIL).encode()
+    if len(data) == TAIL:
+        at = HEADER + (ev.i % RING) * SLOT + SLOT - TAIL - 1
+        _mirror[at : at + TAIL] = data
 
 
 def _header():
