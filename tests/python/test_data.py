@@ -121,7 +121,7 @@ class SamplesAuto(JobTest):
         mark = next(n for n, l in enumerate((WORKLOADS / "datasets.py").read_text().splitlines(), 1)
                     if "# mark:b" in l)
         job = self.job([PY, "datasets.py", "ambiguous"], DDPBISECT_SAMPLES="1",
-                       DDPBISECT_DATASET="datasets.py:%d" % mark, **AUTO)
+                       DDPBISECT_DATASET_SITE="datasets.py:%d" % mark, **AUTO)
         self.assertEqual(job.wait(), [0, 0])
         self.assertEqual(seen(job, 0), {"a": list(range(40)), "b": [1]})
 

@@ -30,6 +30,16 @@ class Heartbeats(JobTest):
             self.assertEqual(last_backward["seq_end"], seq[-1])
         self.assertEqual(seqs[0], seqs[1])
 
+    def test_fast_steps_are_thinned_but_the_last_one_shows(self):
+        job = self.job([PY, "train_loop.py", "--samples", "400", "--epochs", "1"])
+        self.assertEqual(job.wait(), [0, 0])
+        for rank in range(2):
+            steps = [b["step"] for b in self.beats(job, rank)]
+            self.assertEqual(steps[:3], [0, 1, 2])
+            self.assertEqual(steps[-1], 49, "the newest step is printed at exit")
+            self.assertEqual(steps, sorted(set(steps)))
+            self.assertLessEqual(len(steps), 50)
+
     def test_a_step_is_an_optimizer_step(self):
         job = self.job([PY, "train_loop.py", "--samples", "16", "--epochs", "1", "--optimizers", "2"])
         self.assertEqual(job.wait(), [0, 0])

@@ -10,7 +10,9 @@ def become_rank():
     if state.role != "process":
         return
     state.role = "rank"
-    ENV[RANK_PID] = str(os.getpid())
+    pid = str(os.getpid())
+    if ENV.get(RANK_PID) != pid:
+        ENV[RANK_PID] = pid
     for fn in state.on_rank:
         fn()
 

@@ -111,7 +111,7 @@ def _class(dataset):
 def _choose(c):
     """c if it is the training candidate, else None (reporting a tie)."""
     global _problem
-    wanted = ENV.get("DDPBISECT_DATASET")  # a class name or file:line, when the spec names it
+    wanted = ENV.get("DDPBISECT_DATASET_SITE")  # a class name or file:line, when the spec names it
     if wanted:
         site = "%s:%d" % c.stack[0] if c.stack else ""
         return c if wanted in (_class(c.dataset), site) or (

@@ -43,13 +43,19 @@ def user_frame(depth=2):
         f = sys._getframe(depth)
     except ValueError:
         return None
+    names = _names
     while f is not None:
         code = f.f_code
-        e = escaped(code.co_filename)
+        e = names.get(code.co_filename, _MISSING)
+        if e is _MISSING:
+            e = escaped(code.co_filename)
         if e is not None:
             return e, f.f_lineno, code.co_name
         f = f.f_back
     return None
+
+
+_MISSING = object()
 
 
 def user_stack(depth=2, limit=4):

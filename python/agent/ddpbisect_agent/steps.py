@@ -4,6 +4,7 @@ optimizer; torch 2 calls our global post hook, torch 1.13 the profiler's _optimi
 import math
 import os
 import sys
+import threading
 import time
 
 from . import ENV, state, trace
@@ -35,13 +36,26 @@ def on_step(optimizer, *unused):
         from . import data
 
         data.on_first_step()
+    last = bool(state.max_steps) and state.steps >= state.max_steps
     if not state.user_heartbeats:
-        heartbeat()
-    if state.max_steps and state.steps >= state.max_steps:
+        heartbeat(force=last)
+    if last:
         stop()
 
 
-def heartbeat():
+BEAT_INTERVAL = 0.05  # seconds; see heartbeat()
+_pending = None  # the newest heartbeat line not printed yet
+_last_beat = 0.0
+_lock = threading.Lock()
+
+
+def heartbeat(force=False):
+    """Prints this step's line, or keeps it when the last line went out less than BEAT_INTERVAL
+    ago: a line is a write to a pipe the driver reads, and under load a woken reader costs the
+    rank far more than the agent's own work (0.7 ms a line measured here, 5 ms steps). The
+    watcher prints a kept line once it is BEAT_INTERVAL old, so every step shows within about
+    0.15 s, and the newest one always before a trace dump, at a stop and at exit."""
+    global _pending, _last_beat
     loss, state.last_loss = state.last_loss, None
     text = "null"
     if loss is not None:
@@ -52,8 +66,28 @@ def heartbeat():
         except Exception:
             pass
     seq = trace.current_seq()  # None without a process group
-    write(1, 'DDPBISECT_HEARTBEAT {"rank":%d,"step":%d,"t":%.3f,"loss":%s,"seq":%s,"by":"agent"}\n'
-          % (rank(), state.steps - 1, time.time(), text, "null" if seq is None else seq))
+    line = 'DDPBISECT_HEARTBEAT {"rank":%d,"step":%d,"t":%.3f,"loss":%s,"seq":%s,"by":"agent"}\n' % (
+        rank(), state.steps - 1, time.time(), text, "null" if seq is None else seq)
+    now = time.monotonic()
+    with _lock:
+        if force or not state.watcher or state.steps <= 3 or now - _last_beat >= BEAT_INTERVAL:
+            _pending, _last_beat = None, now
+        else:
+            _pending = line
+            return
+    write(1, line)
+
+
+def flush(older_than=0.0):
+    """Prints the heartbeat line held back, if any (and if it waited `older_than` seconds)."""
+    global _pending, _last_beat
+    with _lock:
+        line = _pending
+        now = time.monotonic()
+        if line is None or now - _last_beat < older_than:
+            return
+        _pending, _last_beat = None, now
+    write(1, line)
 
 
 def stop():

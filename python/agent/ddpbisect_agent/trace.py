@@ -20,7 +20,8 @@ import time
 
 import _signal
 
-from . import ENV, frames, restart_syscalls, state
+from . import ENV, RANK_PID, frames, restart_syscalls, state
+from .frames import user_frame
 from .core import become_rank, internal_error, rank, write
 
 RING = 64
@@ -137,7 +138,7 @@ def _begin(op, g, seq, shapes=None, dtypes=None, peer=None):
     ev.i = next(_count)
     ev.op, ev.g, ev.seq, ev.seq_end, ev.peer = op, g, seq, None, peer
     ev.shapes, ev.dtypes = shapes, dtypes
-    ev.site = frames.user_frame(3)
+    ev.site = user_frame(3)
     ev.state, ev.t0, ev.t1, ev.work, ev.error = "issued", time.time(), None, None, None
     ev.head = _head(ev)
     _ring[ev.i % RING] = ev
@@ -152,8 +153,15 @@ def _end(ev, state_="completed"):
     global _last_end
     ev.t1 = _last_end = time.time()
     ev.state = state_
-    if _mirror:
-        _write_tail(ev)
+    if _mirror:  # _write_tail(ev), inlined: this runs for every traced call
+        if ev.error is None:
+            data = ('"seq_end":%s,"state":"%s","t1":%.6f}' % (
+                "null" if ev.seq_end is None else ev.seq_end, state_, ev.t1)).rjust(TAIL).encode()
+        else:
+            data = _tail(ev).rjust(TAIL).encode()
+        if len(data) == TAIL:
+            at = HEADER + (ev.i % RING) * SLOT + SLOT - TAIL - 1
+            _mirror[at : at + TAIL] = data
 
 
 def _sweep():
@@ -356,7 +364,11 @@ def _wrap_lifecycle(op, fn):
         except Exception as e:
             internal_error("trace." + op, e)
             return fn(*args, **kwargs)
-        mask = _block_stack_signal() if op == "init_process_group" else None
+        mask = None
+        if op == "init_process_group":
+            mask = _block_stack_signal()
+            if state.role == "process":  # children started from now on are helpers; set before
+                ENV[RANK_PID] = str(os.getpid())  # c10d's threads exist (setenv is not thread-safe)
         try:
             out = fn(*args, **kwargs)
         except BaseException as e:
@@ -569,6 +581,7 @@ def _groups_json(live):
 # ---------------------------------------------------------------- dumps
 def dump(reason):
     """Prints the ring as one DDPBISECT_COLLECTIVES line on stderr (and refreshes the file)."""
+    _flush_heartbeat()
     if _pending:
         _sweep()
     import json
@@ -585,13 +598,19 @@ def dump(reason):
 
 
 def _watch(fd):
+    import select
+
     while True:
         try:
-            data = os.read(fd, 256)
+            ready = select.select([fd], [], [], 0.1)[0]
+            data = os.read(fd, 256) if ready else b""
         except InterruptedError:
             continue
-        except OSError:
+        except (OSError, ValueError):
             return
+        if not ready:
+            _flush_heartbeat(older_than=0.05)
+            continue
         if not data:
             return
         if state.signum in data:
@@ -601,6 +620,12 @@ def _watch(fd):
                 dump("stack_request")
             except Exception as e:
                 write(2, "ddpbisect agent: trace dump failed: %s\n" % e)
+
+
+def _flush_heartbeat(older_than=0.0):
+    steps = sys.modules.get("ddpbisect_agent.steps")
+    if steps is not None and state.role == "rank":
+        steps.flush(older_than)
 
 
 def _start_watcher():
@@ -645,6 +670,7 @@ def _at_exit():
     # interpreter finalizes is ended by pthread_exit, through a noexcept C++ frame: std::terminate,
     # SIGABRT (a script that ends right after a collective died that way 1 time in 20 without the
     # agent, far more often with it). Giving up the GIL briefly lets them finish first.
+    _flush_heartbeat()
     if time.time() - _last_end < 1.0:
         time.sleep(0.05)
     mark_state("exited")
