@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/text.hpp"
+#include "spec/loader.hpp"
 #include "spec/serialize.hpp"
 
 namespace ddpbisect {
@@ -157,6 +158,34 @@ std::string describe_config(const TrialConfig& c) {
                   plural(static_cast<int64_t>(c.features.size()), "feature");
   for (const auto& [k, v] : c.params) s += ", " + k + "=" + std::to_string(v);
   return s;
+}
+
+RankConfigRead read_rank_config(const std::string& text, const std::string& file) {
+  RankConfigRead out;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    out.errors.push_back(file + ": not JSON");
+    return out;
+  }
+  if (!j.is_object() || !j.contains("spec") || !j.contains("trial")) {
+    out.errors.push_back(file + ": needs an object with keys spec and trial");
+    return out;
+  }
+  // JSON is YAML: the normalized spec goes through the same validating loader as any spec.
+  LoadResult r =
+      load_spec_text(j["spec"].dump(-1, ' ', false, json::error_handler_t::replace), file);
+  for (const auto& e : r.errors) out.errors.push_back(e.to_string());
+  if (!r.spec) return out;
+  if (!j["trial"].is_object()) {
+    out.errors.push_back(file + ": trial: expected an object");
+    return out;
+  }
+  try {
+    out.config = RankConfig{std::move(*r.spec), TrialConfig::from_json(j["trial"])};
+  } catch (const std::exception& e) {  // a missing or mistyped field, bad samples
+    out.errors.push_back(file + ": trial: " + e.what());
+  }
+  return out;
 }
 
 }  // namespace ddpbisect
