@@ -23,10 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     paths.push_back(root.string());
   }
   if (paths.empty()) return 0;
-  DiagnosisInput in;
+  PathInputs read = inputs_from_paths(paths);
+  if (read.error) return 0;
+  DiagnosisInput& in = read.input;
   in.library_patterns = {"mylib/"};
-  std::string err = inputs_from_paths(paths, in);
-  if (!err.empty()) return 0;
   Diagnosis d = diagnose(in);
   const nlohmann::json j = d.to_json();
   j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

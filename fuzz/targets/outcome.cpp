@@ -13,8 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto trial = fuzz::scratch() / "trial";
   fuzz::write_tree(trial,
                    {{"outcome.json", std::string(reinterpret_cast<const char*>(data), size)}});
-  DiagnosisInput in;
-  if (inputs_from_paths({trial.string()}, in).empty()) diagnose(in);
+  if (PathInputs read = inputs_from_paths({trial.string()}); !read.error) diagnose(read.input);
   const ReportInputs report = fuzz::fixture_report(fuzz::scratch().string(), trial.string());
   reduction_headline(report.result);
   summary_text(report);

@@ -80,7 +80,7 @@ RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
   r.attempt = attempt;
   // The last step the failing rank finished (the others may have run on): the steps pass cuts
   // right after it. Without a failing rank, the furthest any rank got.
-  const int root = o.failure() ? o.diagnosis->root.rank : -1;
+  const int root = o.failure() ? o.diagnosis->root.rank().value_or(-1) : -1;
   for (const auto& rk : o.ranks)
     if (root < 0 || rk.rank == root) r.last_step = std::max(r.last_step, rk.last_step);
   if (const Signature* failure = o.failure()) {

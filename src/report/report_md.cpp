@@ -85,6 +85,7 @@ void root_cause(std::ostringstream& md, const json& d) {
 }
 
 void debug_rerun(std::ostringstream& md, const ReductionResult& r) {
+  for (const auto& note : r.debug_notes) md << "\nDebug rerun: " << md_text(note) << ".\n";
   if (!r.debug_run) return;
   md << "\n## Debug rerun\n\nThe minimal configuration once more with";
   for (const auto& [k, v] : r.debug_env) md << " " << md_code(k + "=" + v);
@@ -102,7 +103,6 @@ void environment(std::ostringstream& md, const json& env) {
     if (v.is_array() && v.empty()) return std::string("none");
     return v.dump();
   };
-  for (const auto& note : r.debug_notes) md << "\nDebug rerun: " << cell(note) << ".\n";
   md << "\n## Environment\n\n";
   const json ce = env.value("collect_env", json(nullptr));
   if (ce.is_string()) {

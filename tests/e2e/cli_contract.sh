@@ -51,7 +51,7 @@ pattern='^ddpbisect: unknown flag .--frobnicate.' expect 2 "unknown flag alone" 
 pattern='^ddpbisect validate: unknown flag .--frobnicate.' expect 2 "unknown flag" -- "$bin" validate --frobnicate "$demo"
 pattern="did you mean '--json'" expect 2 "did-you-mean for a flag" -- "$bin" validate --jsn "$demo"
 pattern="did you mean '--resume'" expect 2 "did-you-mean for reduce's flag" -- "$bin" "$demo" --resum
-pattern="'--stage': it is a flag of run, check, doctor, config" expect 2 "a flag of another subcommand" -- "$bin" explain --stage x y
+pattern="'--stage': it is a flag of reduce, run, check, doctor, config" expect 2 "a flag of another subcommand" -- "$bin" explain --stage x y
 pattern='^ddpbisect validate: a spec file is required' expect 2 "missing spec" -- "$bin" validate
 pattern='^ddpbisect reduce: --jobs: ' expect 2 "CLI11's messages get the prefix" -- "$bin" reduce "$demo" --jobs 0
 prefixed "CLI11 range error" -- "$bin" reduce "$demo" --jobs 0

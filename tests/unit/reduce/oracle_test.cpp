@@ -152,7 +152,9 @@ TEST_F(OracleTest, SpeculativeTrialsUseFreeSlotsAndMootOnesAreCancelled) {
   TrialConfig a = with_samples({1}), b = with_samples({2}), c = with_samples({3}),
               slow = with_samples({4});
   world.duration_ms = [&](const TrialConfig& t) {
-    return t.canonical() == slow.canonical() ? 5000 : 30;
+    // `a` lasts long enough for the three speculative trials to start beside it under load.
+    if (t.canonical() == slow.canonical()) return 5000;
+    return t.canonical() == a.canonical() ? 300 : 30;
   };
   OracleOptions o = options();
   o.jobs = 4;
@@ -162,7 +164,7 @@ TEST_F(OracleTest, SpeculativeTrialsUseFreeSlotsAndMootOnesAreCancelled) {
     oracle.set_target(target_signature(), 1.0);
     EXPECT_FALSE(oracle.interesting(a, {b, c, slow}));
     EXPECT_EQ(world.peak.load(), 4);  // the question and three speculative trials at once
-    EXPECT_FALSE(oracle.interesting(b));  // answered by its speculative trial: no new one
+    EXPECT_FALSE(oracle.interesting(b, {c}));  // its speculative trial answers: no new one
     EXPECT_FALSE(oracle.interesting(c));
     EXPECT_EQ(oracle.stats().trials, 3);  // `slow` is still running, now unwanted
   }
