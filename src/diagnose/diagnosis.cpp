@@ -218,6 +218,8 @@ std::string explain_diagnosis(const Diagnosis& d) {
 
 Diagnosis diagnose(const DiagnosisInput& in) {
   Evidence ev = read_inputs(in);
+  for (const auto& x : in.exits)  // our observer counted each rank's heartbeats
+    if (x.last_step >= 0) ev.facts.heartbeat_step[x.rank] = x.last_step;
   attribute_ranks(ev.events, ev.facts);
   mark_requested(ev.events, in);
   std::vector<Event> stacks;

@@ -60,6 +60,12 @@ struct Signature {
 bool same_failure(const Signature& target, const Signature& candidate, const std::string& level,
                   const std::string& regex = "", const std::string& candidate_text = "");
 
+// Whether a debug rerun's failure explains the target rather than being another failure: the
+// same failure (loosely), or a hang (collective timeout, trial timeout) that TORCH_DISTRIBUTED_DEBUG=DETAIL
+// turned into the collective mismatch behind it. The reducer's debug rerun shows such a run as
+// the cause of the target, ranks and call sites, instead of filing it as a different failure.
+bool debug_rerun_explains(const Signature& target, const Signature& rerun);
+
 // Whether `candidate` is the failure a spec pins (match.signature); true when none is pinned.
 bool matches_pinned(const std::string& category, const std::string& exception,
                     const std::string& frame, const Signature& candidate);
@@ -87,8 +93,9 @@ Diagnosis diagnose(const DiagnosisInput& input);
 // "rank 3", or "an unknown rank": how text output names a rank.
 std::string rank_words(const std::optional<int>& rank);
 
-// Inputs from an outcome.json of ours (its folder holds the logs).
-DiagnosisInput inputs_from_outcome(const nlohmann::json& outcome);
+// Inputs from an outcome.json of ours; `folder`, when given, is where that outcome.json lies
+// (its recorded paths are relative to where the run started).
+DiagnosisInput inputs_from_outcome(const nlohmann::json& outcome, const std::string& folder = "");
 // Inputs from paths given to `explain`: trial folders, torchrun --log-dir trees, folders of
 // per-rank files, single (combined) log files, Flight Recorder dumps, the agent's trace files.
 // On bad input, `error` names the path and what is wrong with it.

@@ -48,6 +48,7 @@ void Facts::merge(Facts&& o) {
   for (auto& [src, s] : o.local_seen) local_seen[src].insert(s.begin(), s.end());
   world_size = std::max(world_size, o.world_size);
   for (auto& [r, seq] : o.heartbeat_seq) heartbeat_seq[r] = seq;
+  for (auto& [r, step] : o.heartbeat_step) heartbeat_step[r] = step;
   launcher_seen = launcher_seen || o.launcher_seen;
   for (auto& [src, m] : o.local_to_global) local_to_global[src].insert(m.begin(), m.end());
 }
@@ -408,6 +409,8 @@ void FactReader::agent_line(std::string_view text, const Origin& origin) {
   if (heartbeat) {
     if (j.contains("seq") && j["seq"].is_number())
       facts_.heartbeat_seq[rank] = j["seq"].get<long long>();
+    if (j.contains("step") && j["step"].is_number())
+      facts_.heartbeat_step[rank] = j["step"].get<long long>();
     facts_.ranks_seen.insert(rank);
     return;
   }

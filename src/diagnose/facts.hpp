@@ -28,7 +28,8 @@ struct Facts {
   std::set<int> ranks_seen;  // every global rank a tag, a file or a message names
   std::map<std::string, std::set<int>> local_seen;  // per source: node-local ranks tagged
   int world_size = 0;                               // the largest world size a log states
-  std::map<int, long long> heartbeat_seq;  // each rank's last heartbeat's count of collectives
+  std::map<int, long long> heartbeat_seq;   // each rank's last heartbeat's count of collectives
+  std::map<int, long long> heartbeat_step;  // ... and its last finished step
   bool launcher_seen = false;  // a launcher's own lines are present (torchrun, srun, ...)
   // Per source file: node-local rank -> global rank, from banners and self-naming lines.
   std::map<std::string, std::map<int, int>> local_to_global;

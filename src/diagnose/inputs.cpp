@@ -125,8 +125,25 @@ std::optional<std::string> add_folder(const fs::path& p, const std::string& raw,
 
 }  // namespace
 
-DiagnosisInput inputs_from_outcome(const json& o) {
+namespace {
+// A path an outcome.json recorded (relative to where the run started), found again from the
+// outcome's own folder when the run started elsewhere.
+std::string rebase(const std::string& path, const std::string& recorded_dir,
+                   const std::string& folder) {
+  std::error_code ec;
+  if (folder.empty() || path.empty() || fs::exists(path, ec)) return path;
+  fs::path p(path), dir(recorded_dir);
+  fs::path rel = !recorded_dir.empty() && starts_with(path, recorded_dir)
+                     ? fs::relative(p, dir)
+                     : p.parent_path().filename() / p.filename();
+  fs::path found = fs::path(folder) / rel;
+  return fs::exists(found, ec) ? found.string() : path;
+}
+}  // namespace
+
+DiagnosisInput inputs_from_outcome(const json& o, const std::string& folder) {
   DiagnosisInput in;
+  std::string recorded_dir = o.value("dir", "");
   for (const auto& r : o.value("ranks", json::array())) {
     RankExit x;
     x.rank = r.value("rank", 0);
@@ -137,7 +154,7 @@ DiagnosisInput inputs_from_outcome(const json& o) {
     x.last_step = r.value("last_step", -1LL);
     in.exits.push_back(x);
     for (const char* stream : {"stdout", "stderr"}) {
-      std::string path = r.value(stream, "");
+      std::string path = rebase(r.value(stream, ""), recorded_dir, folder);
       if (!path.empty()) in.logs.push_back({x.rank, path, path + ".times"});
     }
   }
@@ -158,7 +175,7 @@ DiagnosisInput inputs_from_outcome(const json& o) {
     if (first_stop >= 0) in.stop_time = first_stop;
   }
   in.hang_threshold_s = o.value("hang_threshold_s", 0.0);
-  std::string dir = o.value("dir", "");
+  std::string dir = folder.empty() ? recorded_dir : folder;
   if (!dir.empty()) add_trial_extras(dir, in);
   return in;
 }
@@ -180,7 +197,7 @@ std::optional<std::string> add_paths(const std::vector<std::string>& paths, Diag
         std::ifstream f(p);
         auto o = json::parse(f, nullptr, false);
         if (o.is_discarded()) return raw + ": not valid JSON";
-        auto sub = inputs_from_outcome(o);
+        auto sub = inputs_from_outcome(o, p.parent_path().string());
         in.logs.insert(in.logs.end(), sub.logs.begin(), sub.logs.end());
         in.flight_recorder.insert(in.flight_recorder.end(), sub.flight_recorder.begin(),
                                   sub.flight_recorder.end());

@@ -61,6 +61,13 @@ bool same_failure(const Signature& target, const Signature& cand, const std::str
   return true;
 }
 
+bool debug_rerun_explains(const Signature& target, const Signature& rerun) {
+  if (same_failure(target, rerun, "loose")) return true;
+  bool stuck = target.category == "hang" || target.category == "comm_timeout" ||
+               target.category == "trial_timeout";
+  return stuck && rerun.category == "collective_mismatch";
+}
+
 bool matches_pinned(const std::string& category, const std::string& exception,
                     const std::string& frame, const Signature& c) {
   if (category.empty()) return true;

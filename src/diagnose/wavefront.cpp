@@ -31,8 +31,10 @@ std::string stack_op(const std::vector<Frame>& frames) {
       R"(^_?(all_?reduce\w*|all_?gather\w*|broadcast\w*|reduce_?scatter\w*|reduce|all_?to_?all\w*|barrier|monitored_barrier|gather\w*|scatter\w*|send|recv|isend|irecv|batch_isend_irecv|allreduce|wait)$)");
   int depth = 0;
   for (auto it = frames.rbegin(); it != frames.rend() && depth < 8; ++it, ++depth) {
+    // torch.distributed's own frames, DeepSpeed's comm module, our worker's comm.cpp.
     bool torch = it->file.find("torch/distributed") != std::string::npos ||
-                 it->file.find("comm") != std::string::npos || !it->user;
+                 it->file.find("c10d") != std::string::npos ||
+                 it->file.find("comm") != std::string::npos;
     if (!torch || !RE2::FullMatch(it->function, collective)) continue;
     if (it->function == "wait") {
       auto outer = std::next(it);
@@ -148,6 +150,9 @@ std::vector<int> behind(const Facts& facts, std::string* why) {
     r = std::max(r, n);
   }
   for (const auto& [rank, seq] : facts.heartbeat_seq) reached["heartbeat seq"][rank] = seq;
+  // Finished steps: a rank still inside a step the others finished is the one holding them up
+  // (it entered something they did not).
+  for (const auto& [rank, step] : facts.heartbeat_step) reached["steps"][rank] = step;
   for (const auto& [kind, ranks] : reached) {
     if (ranks.size() < 2) continue;
     long long lo = LLONG_MAX, hi = LLONG_MIN;

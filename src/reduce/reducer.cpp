@@ -189,7 +189,7 @@ void Reduction::debug_phase() {
   progress_.phase("debug rerun");
   for (size_t i = 0; i < variants.size() && !oracle_.exhausted(); ++i) {
     RunRecord r = oracle_.debug_run(state_.best, variants[i]);
-    if (r.signature && same_failure(result_.target, *r.signature, "loose")) {
+    if (r.signature && debug_rerun_explains(result_.target, *r.signature)) {
       result_.debug_env = variants[i];
       result_.debug_run = r;
       return;

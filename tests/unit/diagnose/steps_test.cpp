@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "diagnose/diagnosis.hpp"
 #include "diagnose/frames.hpp"
 
 using namespace ddpbisect;
@@ -224,4 +225,16 @@ TEST(EchoesAndExplanation, UnknownRankIsSaidSo) {
   EXPECT_NE(text.find("An unknown rank failed first"), std::string::npos) << text;
   EXPECT_EQ(text.find("-1"), std::string::npos);
   EXPECT_TRUE(d.to_json()["root_cause"]["rank"].is_null());
+}
+
+TEST(DebugRerun, AMismatchExplainsAHangButAnotherFailureExplainsNothing) {
+  Signature hang{"hang", "", "train.py:step", "", {1}, {}};
+  Signature mismatch{"collective_mismatch", "RuntimeError", "train.py:save", "", {0}, {}};
+  Signature crash{"signal", "SIGSEGV", "", "", {0}, {}};
+  Signature other{"python_exception", "ValueError", "data.py:load", "", {0}, {}};
+  EXPECT_TRUE(debug_rerun_explains(hang, hang));
+  EXPECT_TRUE(debug_rerun_explains(hang, mismatch));
+  EXPECT_FALSE(debug_rerun_explains(hang, crash));  // DETAIL's crash on 2.x Gloo is no cause
+  EXPECT_FALSE(debug_rerun_explains(other, mismatch));
+  EXPECT_FALSE(debug_rerun_explains(other, crash));
 }
