@@ -168,13 +168,15 @@ std::string visible_text(std::string_view s) {
     bool ok = len > 0 && i + len <= s.size();
     for (size_t k = 1; ok && k < len; ++k)
       ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (ok && len == 2) ok = c >= 0xc2;  // no overlong forms
+    const unsigned char c1 = ok ? static_cast<unsigned char>(s[i + 1]) : 0;
+    // No overlong forms; no C1 control (U+0080-U+009F: CSI acts like ESC [ on many terminals).
+    if (ok && len == 2) ok = c >= 0xc2 && !(c == 0xc2 && c1 <= 0x9f);
     if (ok && len == 3) {
-      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
+      const unsigned char c2 = static_cast<unsigned char>(s[i + 2]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0) &&  // overlong, surrogates
+           !(c == 0xef && c1 == 0xbf && c2 >= 0xbe);  // U+FFFE, U+FFFF: not XML characters
     }
     if (ok && len == 4) {
-      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
       ok = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
     }
     if (ok) {
