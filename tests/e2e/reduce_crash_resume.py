@@ -70,7 +70,7 @@ with tempfile.TemporaryDirectory() as tmp:
     for line in ref.stderr.splitlines():
         if line.startswith("== "):
             phase = re.sub(r"^round \d+: ", "", line[3:])
-        elif re.match(r"  trial \d+:", line):
+        elif re.match(r"\s*trial \d+:", line):
             phases.append(phase)
     ref_lines = pathlib.Path(f"{tmp}/ref/journal.jsonl").read_text().splitlines(keepends=True)
     ref_entries = [json.loads(l) for l in ref_lines]

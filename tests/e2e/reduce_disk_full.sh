@@ -64,8 +64,8 @@ assert not twice, f"trials run twice: {twice}"
 small_disk "$tmp/small" 1300k
 "$bin" "$spec" --out "$tmp/small/out" --quiet >/dev/null 2>"$tmp/small.err"
 rc=$?
-[[ $rc == 1 ]] && grep -q "No space left on device" "$tmp/small.err" && grep -q -- "--resume" "$tmp/small.err" &&
-  ok || { bad "small disk: exit $rc, want 1 with a clear message"; cat "$tmp/small.err"; }
+[[ $rc == 70 ]] && grep -q "No space left on device" "$tmp/small.err" && grep -q -- "--resume" "$tmp/small.err" &&
+  ok || { bad "small disk: exit $rc, want 70 (our own files cannot be written) with a clear message"; cat "$tmp/small.err"; }
 check_journal "$tmp/small/out/journal.jsonl" && ok || bad "small disk: the journal is not whole records"
 [[ $(grep -c '"type":"trial"' "$tmp/small/out/journal.jsonl") -ge 1 ]] && ok || bad "small disk: no trial journaled"
 [[ $(leftovers "$tmp/small/out") == 0 ]] && ok || bad "small disk: processes left"
@@ -87,8 +87,8 @@ done
 dd if=/dev/zero of="$tmp/shared/filler" bs=64k 2>/dev/null  # until the disk is full
 wait $driver
 rc=$?
-[[ $rc == 1 ]] && grep -q "No space left on device" "$tmp/shared.err" && ok ||
-  { bad "filled disk: exit $rc, want 1 with a clear message"; cat "$tmp/shared.err"; }
+[[ $rc == 70 ]] && grep -q "No space left on device" "$tmp/shared.err" && ok ||
+  { bad "filled disk: exit $rc, want 70 (our own files cannot be written) with a clear message"; cat "$tmp/shared.err"; }
 check_journal "$tmp/shared/out/journal.jsonl" && ok || bad "filled disk: the journal is not whole records"
 [[ $(leftovers "$tmp/shared/out") == 0 ]] && ok || bad "filled disk: processes left"
 cp "$tmp/shared/out/journal.jsonl" "$tmp/shared.before"
