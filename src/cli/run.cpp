@@ -19,7 +19,7 @@ int run(const RunOptions& o) {
   TrialOutcome outcome;
   // An address-in-use failure is not the bug: retry on a fresh port.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    TrialRequest req{&spec, config, next_trial_dir(root), {}};
+    TrialRequest req{&spec, config, next_trial_dir(root), {}, {}};
     outcome = run_trial(req);
     if (!(outcome.status == TrialStatus::Infra && outcome.port_clash)) break;
     std::cerr << "ddpbisect run: " << outcome.reason << "; retrying on a new port\n";
@@ -35,7 +35,8 @@ int run(const RunOptions& o) {
         std::cout << "killed by signal " << rk.signal;
       else
         std::cout << "exit " << rk.exit_code;
-      if (!rk.killed_by.empty()) std::cout << " [stopped by ddpbisect: " << rk.killed_by << "]";
+      if (rk.killed_by != StopReason::None)
+        std::cout << " [stopped by ddpbisect: " << to_string(rk.killed_by) << "]";
       std::cout << ", last step " << rk.last_step << ", log " << rk.stderr_path << "\n";
     }
     std::cout << "  outcome: " << outcome.dir << "/outcome.json\n";

@@ -24,9 +24,15 @@ struct Child {
   int err_fd = -1;
 };
 
-// Forks and execs `spec`. On failure to exec (missing program, permission), returns an error
-// message and no child is left behind.
-std::string start_process(const ProcessSpec& spec, Child& child);
+struct StartResult {
+  Child child;
+  std::string error;  // why it could not start; child.pid is then -1
+  bool ok() const { return child.pid > 0; }
+};
+
+// Forks and execs `spec`. On failure to exec (missing program, permission), the result says
+// why and no child is left behind.
+StartResult start_process(const ProcessSpec& spec);
 
 // Runs a short helper command to completion and returns its exit status (128+signal when a
 // signal ended it, -1 when it could not start or ran past `timeout_s` and was killed); its

@@ -39,7 +39,7 @@ nlohmann::json TrialOutcome::to_json() const {
               {"exit_code", r.signal ? json(nullptr) : json(r.exit_code)},
               {"signal", r.signal ? json(signal_name(r.signal)) : json(nullptr)},
               {"signal_number", r.signal},
-              {"killed_by", r.killed_by.empty() ? json(nullptr) : json(r.killed_by)},
+              {"killed_by", r.killed_by == StopReason::None ? json(nullptr) : json(to_string(r.killed_by))},
               {"last_step", r.last_step},
               {"heartbeats", r.heartbeats},
               {"last_progress_s", r.last_progress_s},
@@ -68,6 +68,11 @@ nlohmann::json TrialOutcome::to_json() const {
             {"launcher", launcher},
             {"ranks", ranks_json}};
   if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
+  if (stop != StopReason::None) j["stopped_by"] = to_string(stop);
+  if (resource)
+    j["resource_limit"] = {{"limit", resource->limit},
+                           {"detail", resource->detail},
+                           {"rank", resource->rank >= 0 ? json(resource->rank) : json(nullptr)}};
   if (diagnosis) j["diagnosis"] = diagnosis->to_json();
   return j;
 }

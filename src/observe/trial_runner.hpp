@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "launch/launcher.hpp"
 #include "observe/outcome.hpp"
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
@@ -17,6 +18,8 @@ struct TrialRequest {
   TrialConfig config;
   std::string dir;  // created by the runner; must not exist
   std::map<std::string, std::string> extra_env;
+  // Built once per reduction and shared by its trials; null: the runner makes the spec's own.
+  std::shared_ptr<const Launcher> launcher;
 };
 
 TrialOutcome run_trial(const TrialRequest& request);

@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "common/interrupt.hpp"
 #include "common/redact.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
@@ -24,6 +25,7 @@
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
+#include "launch/rank_set.hpp"
 #include "observe/trial_runner.hpp"
 #include "probe/environment.hpp"
 #include "probe/node_probe.hpp"
@@ -340,35 +342,27 @@ std::vector<std::string> spec_paths(const Spec& spec) {
   return {out.begin(), out.end()};
 }
 
-// Starts the master probe on node 0 and waits for its report line (or its exit).
-json start_master(const ProcessSpec& p, Child& child, std::string& error) {
-  error = start_process(p, child);
-  if (!error.empty()) return nullptr;
-  std::string buf;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd fds[1] = {{child.out_fd, POLLIN, 0}};
-    if (poll(fds, 1, 200) <= 0) continue;
-    char tmp[4096];
-    ssize_t got = read(child.out_fd, tmp, sizeof tmp);
-    if (got <= 0) break;
-    buf.append(tmp, static_cast<size_t>(got));
-    json j = parse_probe_line(buf);
-    if (j.is_object()) return j;
-  }
-  error = "no answer from the master probe: " + buf.substr(0, 300);
-  return nullptr;
+// Doctor's helpers end at once on Ctrl-C, like trials.
+bool interrupted() {
+  return interrupt_signal() != 0;
 }
 
-void stop_child(Child& child) {
-  if (child.pid <= 0) return;
-  kill_group(child.pid);
-  int status = 0;
-  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+// Starts the master probe on node 0 in `set` (whose sink fills `out`) and waits for its report
+// line, its exit or an interrupt.
+json start_master(RankSet& set, const std::string& out, const ProcessSpec& p, std::string& error) {
+  StartResult started = set.start(p);
+  if (!started.ok()) {
+    error = started.error;
+    return nullptr;
   }
-  if (child.out_fd >= 0) close(child.out_fd);
-  if (child.err_fd >= 0) close(child.err_fd);
-  child = Child{};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (std::chrono::steady_clock::now() < deadline && set.running(0)) {
+    if (set.wait(0.2).stopped) break;
+    json j = parse_probe_line(out);
+    if (j.is_object()) return j;
+  }
+  error = "no answer from the master probe: " + out.substr(0, 300);
+  return nullptr;
 }
 
 // The JSON of a `DDPBISECT_PROBE {...}` bandwidth line (worker or NCCL probe), else null.
@@ -402,7 +396,8 @@ void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir
   TrialRequest req{&probe,
                    initial_config(probe, probe.stages[0]),
                    next_trial_dir(out_dir),
-                   {{"DDPBISECT_PROBE", "allreduce"}}};
+                   {{"DDPBISECT_PROBE", "allreduce"}},
+                   {}};
   if (const char* max = std::getenv("DDPBISECT_PROBE_MAX_BYTES"))
     req.extra_env["DDPBISECT_PROBE_MAX_BYTES"] = max;
   TrialOutcome o = run_trial(req);
@@ -516,7 +511,7 @@ void nccl_probe(const std::vector<json>& reports, const std::function<ProcessSpe
   json per_node = json::object();
   for (int node : with_gpus) {
     std::string out;
-    int rc = run_capture(on_node(node), 300, out);
+    int rc = run_capture(on_node(node), 300, out, 1 << 20, interrupted);
     json rows = json::array();
     for (const auto& line : split(out, '\n'))
       if (json j = probe_row(line); !j.is_null()) rows.push_back(j);
@@ -555,7 +550,7 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
     TrialConfig c = cheap_variant(initial_config(spec, spec.stages.front()));
     c.nodes = 1;
     c.procs_per_node = 1;
-    TrialOutcome o = run_trial({&spec, c, next_trial_dir(opt.out_dir), {}});
+    TrialOutcome o = run_trial({&spec, c, next_trial_dir(opt.out_dir), {}, {}});
     if (o.status == TrialStatus::Pass) {
       res.findings.push_back({FindingStatus::Pass, "sanity", -1, false,
                               "the workload runs on a single process (" + o.dir + ")", ""});
@@ -604,9 +599,11 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
     return launcher->wrap({s}).front();
   };
 
-  Child master_child;
-  std::string master_error;
-  json master = start_master(slot_for(0, "master"), master_child, master_error);
+  std::string master_out, master_error;
+  RankSet master_set([&](size_t, Stream stream, const char* data, size_t n) {
+    if (stream == Stream::Out && master_out.size() < (1 << 20)) master_out.append(data, n);
+  });
+  json master = start_master(master_set, master_out, slot_for(0, "master"), master_error);
   if (!master.is_object()) master = nullptr;
 
   const int nodes = static_cast<int>(stage->nodes);
@@ -616,7 +613,7 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
   for (int i = 0; i < nodes; ++i) {
     threads.emplace_back([&, i] {
       std::string out;
-      int rc = run_capture(slot_for(i, "node"), 120, out);
+      int rc = run_capture(slot_for(i, "node"), 120, out, 1 << 20, interrupted);
       double now =
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
               .count();
@@ -642,7 +639,8 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
         offsets[static_cast<size_t>(i)] = *d - m.value("offset_s", 0.0);
     }
   }
-  stop_child(master_child);
+  master_set.kill_all();
+  while (master_set.any_running()) master_set.wait(0.1);
   sweep_token(token);
   std::vector<int> all;
   for (int i = 0; i < nodes; ++i) all.push_back(i);

@@ -27,7 +27,11 @@ json record_json(const TrialConfig& c, const RunRecord& r) {
 }  // namespace
 
 Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener)
-    : spec_(spec), opt_(std::move(options)), journal_(journal), listener_(std::move(listener)) {
+    : spec_(spec),
+      opt_(std::move(options)),
+      journal_(journal),
+      listener_(std::move(listener)),
+      launcher_(make_launcher(spec.launcher)) {
   for (const auto& e : journal_.loaded()) {
     std::string type = e.value("type", "");
     if (type == "header") salt_ = e.value("salt", uint64_t{0});
@@ -80,6 +84,7 @@ RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
     req.config.seed = seed_for(config.canonical(), attempt_base * 3 + static_cast<size_t>(attempt));
     req.dir = next_trial_dir(opt_.out_dir);
     req.extra_env = extra_env;
+    req.launcher = launcher_;
     TrialOutcome o = run_trial(req);
     r.status = o.status;
     r.dir = o.dir;

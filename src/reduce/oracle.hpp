@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
+
+class Launcher;
 
 struct OracleOptions {
   std::string out_dir;
@@ -71,6 +74,7 @@ class Oracle {
   OracleOptions opt_;
   Journal& journal_;
   Listener listener_;
+  std::shared_ptr<const Launcher> launcher_;  // built once, shared by every trial
   Signature target_;
   bool has_target_ = false;
   double rate_ = 1.0;
