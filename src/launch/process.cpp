@@ -18,6 +18,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -26,6 +27,11 @@ extern char** environ;
 namespace ddpbisect {
 
 namespace {
+
+// Children whose owner reaps them (a RankSet, run_capture): reap_orphans leaves these alone. The
+// lock is held across fork, so no child is ever unregistered when it could first be reaped.
+std::mutex owned_mutex;
+std::set<pid_t> owned;
 
 [[noreturn]] void child_fail(int report_fd, int err) {
   ssize_t ignored = write(report_fd, &err, sizeof err);
@@ -39,6 +45,7 @@ struct ChildPlan {
   char* const* envp;
   const char* path;  // the rank's own PATH, for a bare program name
   const char* cwd;
+  const char* const* cgroups;  // cgroup.procs files to join, null-terminated
   pid_t parent;
   int out, err, report;  // write ends: stdout, stderr, and the exec-failure report
 };
@@ -46,6 +53,14 @@ struct ChildPlan {
 // In the child: its own process group, death with the driver, default signals, the pipes, then
 // exec (a PATH lookup without a shell). Reports errno through `report` when nothing ran.
 [[noreturn]] void exec_child(const ChildPlan& c) {
+  // Into the trial's cgroups first: everything this child starts is born inside them.
+  for (const char* const* f = c.cgroups; *f; ++f) {
+    int fd = open(*f, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t ignored = write(fd, "0", 1);
+    (void)ignored;
+    close(fd);
+  }
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != c.parent) _exit(127);  // the driver died between fork and prctl
@@ -96,14 +111,20 @@ StartResult start_process(const ProcessSpec& spec) {
   for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  ChildPlan plan{argv.data(), envp.data(), "/usr/local/bin:/usr/bin:/bin", spec.cwd.c_str(),
-                 getpid(), out[1], err[1], report[1]};
+  std::vector<const char*> cgroups;
+  for (const auto& f : spec.join_cgroups) cgroups.push_back(f.c_str());
+  cgroups.push_back(nullptr);
+  ChildPlan plan{argv.data(),     envp.data(), "/usr/local/bin:/usr/bin:/bin",
+                 spec.cwd.c_str(), cgroups.data(), getpid(), out[1], err[1], report[1]};
   if (auto it = spec.env.find("PATH"); it != spec.env.end() && !it->second.empty())
     plan.path = it->second.c_str();
 
+  std::unique_lock<std::mutex> registry(owned_mutex);
   pid_t pid = fork();
   if (pid < 0) return {{}, std::string("fork: ") + std::strerror(errno)};
   if (pid == 0) exec_child(plan);
+  owned.insert(pid);
+  registry.unlock();
   setpgid(pid, pid);  // also from the parent, so the group exists before we ever signal it
   close(out[1]);
   close(err[1]);
@@ -115,6 +136,7 @@ StartResult start_process(const ProcessSpec& spec) {
   close(report[0]);
   if (n == sizeof child_errno) {
     waitpid(pid, nullptr, 0);
+    disown_child(pid);
     close(out[0]);
     close(err[0]);
     return {{}, "cannot run " + spec.argv[0] + ": " + std::strerror(child_errno)};
@@ -224,7 +246,36 @@ bool proc_state(pid_t pid, pid_t& ppid, char& state) {
   return true;
 }
 
+bool is_owned(pid_t pid) {
+  std::lock_guard<std::mutex> lock(owned_mutex);
+  return owned.count(pid) > 0;
+}
 }  // namespace
+
+void disown_child(pid_t pid) {
+  std::lock_guard<std::mutex> lock(owned_mutex);
+  owned.erase(pid);
+}
+
+int reap_orphans() {
+  std::lock_guard<std::mutex> lock(owned_mutex);
+  int reaped = 0;
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    pid_t ppid = 0;
+    char state = '?';
+    if (*end || pid <= 0 || owned.count(static_cast<pid_t>(pid))) continue;
+    if (proc_state(static_cast<pid_t>(pid), ppid, state) && ppid == self && state == 'Z' &&
+        waitpid(static_cast<pid_t>(pid), nullptr, WNOHANG) > 0)
+      ++reaped;
+  }
+  closedir(proc);
+  return reaped;
+}
 
 int sweep_token(const std::string& token, int rounds) {
   int killed = 0;
@@ -242,7 +293,7 @@ int sweep_token(const std::string& token, int rounds) {
       }
       // Reap only this trial's processes that are our children (ranks, and orphans we
       // inherited as subreaper); never another trial's.
-      if (ppid == self) waitpid(p, nullptr, state == 'Z' ? 0 : WNOHANG);
+      if (ppid == self && !is_owned(p)) waitpid(p, nullptr, state == 'Z' ? 0 : WNOHANG);
     }
     if (!any_alive && find_token(token).empty()) return killed;
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + 5 * i));

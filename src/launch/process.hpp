@@ -16,6 +16,8 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // the complete environment
   std::string cwd;
+  // cgroup.procs files the child joins before it execs (a trial's cgroups; launch/cgroup.hpp).
+  std::vector<std::string> join_cgroups = {};
 };
 
 struct Child {
@@ -61,6 +63,13 @@ std::vector<pid_t> find_token(const std::string& token);
 // Makes the driver the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so that the token
 // sweep can reap a rank's grandchildren. Called once by main, before any trial.
 void become_child_subreaper();
+
+// Reaps zombie children nobody waits for: a rank's descendants that were reparented to the
+// driver (its subreaper) and then killed by the trial's end. Children started by
+// start_process are left to whoever started them. Returns how many it reaped.
+int reap_orphans();
+// Marks `pid` as reaped by its owner: start_process's children count as owned until then.
+void disown_child(pid_t pid);
 
 // CPU time (user+system) of a process in seconds, or -1 when it is gone.
 double process_cpu_seconds(pid_t pid);

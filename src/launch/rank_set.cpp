@@ -115,10 +115,12 @@ bool RankSet::reap(size_t i, bool block) {
   if (got < 0 && errno == ECHILD) {  // reaped elsewhere: ended, status unknown
     c.running = false;
     close_fd(c.pidfd);
+    disown_child(c.pid);
     return true;
   }
   if (got != c.pid) return false;
   c.running = false;
+  disown_child(c.pid);
   if (WIFEXITED(status)) c.status.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) c.status.signal = WTERMSIG(status);
   close_fd(c.pidfd);

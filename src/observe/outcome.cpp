@@ -66,6 +66,7 @@ nlohmann::json TrialOutcome::to_json() const {
             {"port_clash", port_clash},
             {"log_cap_hit", log_cap_hit},
             {"launcher", launcher},
+            {"containment", containment},
             {"ranks", ranks_json}};
   if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
   if (stop != StopReason::None) j["stopped_by"] = to_string(stop);

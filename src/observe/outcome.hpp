@@ -56,6 +56,7 @@ struct TrialOutcome {
   std::string master_addr;
   std::string launcher;       // local | prefix | ssh | slurm
   std::string cleanup_notes;  // what the hosts' sweep reported, if anything
+  std::string containment;    // the trial's cgroups, or how containment degraded here
   int master_port = 0;
   std::string token;  // DDPBISECT_TRIAL_TOKEN: in every process of the trial's environment
   double started_unix = 0, duration_s = 0;

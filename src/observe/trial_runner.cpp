@@ -10,10 +10,12 @@
 #include "common/duration.hpp"
 #include "common/interrupt.hpp"
 #include "diagnose/diagnosis.hpp"
+#include "launch/cgroup.hpp"
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
 #include "launch/rank_set.hpp"
+#include "observe/abandoned.hpp"
 #include "observe/hang_detector.hpp"
 #include "observe/log_capture.hpp"
 #include "observe/verdict.hpp"
@@ -48,6 +50,7 @@ struct TrialSetup {
   TrialPlace place;
   std::vector<RankSlot> slots;
   std::vector<ProcessSpec> processes;
+  TrialCgroup cgroup;  // every process of the trial on this machine, killed as one
 };
 
 TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
@@ -64,6 +67,15 @@ TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
   std::ofstream(s.place.config_path) << rank_config_json(spec, req.config).dump(2) << "\n";
   s.slots = plan_ranks(spec, req.config, s.place);
   s.processes = s.launcher->wrap(s.slots);
+  s.cgroup = TrialCgroup::create("ddpbisect-" + s.place.token,
+                                 {spec.limits.memory_bytes, spec.limits.max_procs});
+  LiveRecord live{s.place.token, s.cgroup.dirs(), s.launcher->name(), {}};
+  for (auto& p : s.processes) p.join_cgroups = s.cgroup.procs_files();
+  for (const auto& sl : s.slots) live.nodes.push_back(sl.node);
+  write_live_record(req.dir, live);
+  out.containment = s.cgroup.describe();
+  if (!s.cgroup.unenforced().empty())
+    out.containment += "; not enforced: " + s.cgroup.unenforced();
   out.dir = req.dir;
   out.config = req.config;
   out.launcher = s.launcher->name();
@@ -90,8 +102,9 @@ class TrialWatch {
     (s == Stream::Out ? ranks_[i].out : ranks_[i].err)->feed(data, n, t() * 1000.0);
   }
   void on_exit(size_t i, const ExitStatus& st);
-  // Every 250 ms: CPU time, the progress of ranks without heartbeats.
+  // Every 250 ms: CPU time (progress for ranks without heartbeats) and the cgroup's limits.
   void sample(const RankSet& set);
+  bool resource_exceeded(double now) const;
   void request_stacks(RankSet& set, StopReason why);
   void kill_all(RankSet& set, StopReason why);
   // The loop until every rank has ended: output, exits, the hang detector, the stop policy.
@@ -109,7 +122,8 @@ class TrialWatch {
   HangDetector hang_;
   const int stack_sig_;
   const double t0_ = now_s();
-  double next_sample_ = 0;
+  double next_sample_ = 0, resource_seen_at_ = 0;
+  const Limits limits_;
   std::vector<double> progress_at_stop_;
 };
 
@@ -124,7 +138,8 @@ TrialWatch::TrialWatch(const Spec& spec, const TrialSetup& setup, TrialOutcome& 
       out_(out),
       budget_{spec.limits.log_cap_bytes},
       hang_(static_cast<int>(setup.slots.size()), fixed_hang(spec)),
-      stack_sig_(stack_signal(spec)) {
+      stack_sig_(stack_signal(spec)),
+      limits_(spec.limits) {
   out.started_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   open_captures(setup, out.dir);
@@ -179,12 +194,47 @@ void TrialWatch::on_exit(size_t i, const ExitStatus& st) {
   }
 }
 
+std::string size_text(int64_t bytes) {
+  if (bytes % (1 << 30) == 0) return std::to_string(bytes >> 30) + "GB";
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + "MB";
+  return std::to_string(bytes) + " bytes";
+}
+
+// The limit the kernel enforced against the trial, if any.
+std::optional<ResourceFault> resource_fault(const Limits& limits, const CgroupEvents& e) {
+  if (e.oom_kills > 0 && limits.memory_bytes)
+    return ResourceFault{"limits.memory",
+                         "(" + size_text(*limits.memory_bytes) +
+                             "): the kernel's OOM killer ended " + std::to_string(e.oom_kills) +
+                             " process(es)",
+                         -1};
+  if (e.fork_refusals > 0 && limits.max_procs)
+    return ResourceFault{"limits.max_procs",
+                         "(" + std::to_string(*limits.max_procs) + " processes and threads): " +
+                             std::to_string(e.fork_refusals) + " fork(s) refused",
+                         -1};
+  return std::nullopt;
+}
+
 void TrialWatch::sample(const RankSet& set) {
   const double now = t();
   if (now < next_sample_) return;
   for (size_t i = 0; i < set.size() && i < ranks_.size(); ++i)
     if (set.running(i)) hang_.on_cpu(static_cast<int>(i), process_cpu_seconds(set.pid(i)), now);
+  if (!out_.resource) {
+    out_.resource = resource_fault(limits_, setup_.cgroup.events());
+    if (out_.resource) resource_seen_at_ = now;
+  }
   next_sample_ = now + 0.25;
+}
+
+bool TrialWatch::resource_exceeded(double now) const {
+  if (!out_.resource) return false;
+  // The OOM killer's victim is a rank (or one of its processes): a moment to reap it, so that
+  // the outcome names the rank; refused forks have no victim.
+  if (out_.resource->limit == "limits.memory" && !out_.first_failure_rank)
+    return now - resource_seen_at_ > 0.3;
+  return true;
 }
 
 void TrialWatch::request_stacks(RankSet& set, StopReason why) {
@@ -217,7 +267,7 @@ void TrialWatch::watch(RankSet& set) {
     for (size_t i : ev.exited) on_exit(i, set.status(i));
     sample(set);
     const double now = t();
-    StopDecision d = policy.decide({now, hang_.hung(now), ev.stopped, false});
+    StopDecision d = policy.decide({now, hang_.hung(now), ev.stopped, resource_exceeded(now)});
     if (d.action == StopAction::RequestStacks) request_stacks(set, d.reason);
     if (d.action == StopAction::KillAll) kill_all(set, d.reason);
   }
@@ -271,6 +321,7 @@ std::string start_ranks(RankSet& set, TrialWatch& watch, const TrialSetup& setup
 // Everything that still carries the trial's token (an escaped grandchild) goes, here and on
 // the hosts of launchers that run ranks elsewhere.
 void sweep_trial(const TrialSetup& setup, TrialOutcome& out) {
+  setup.cgroup.kill_all();
   sweep_token(setup.place.token);
   std::vector<int> nodes;
   for (const auto& sl : setup.slots) nodes.push_back(sl.node);
@@ -312,6 +363,10 @@ TrialOutcome run_trial(const TrialRequest& req) {
   const Spec& spec = *req.spec;
   TrialOutcome out;
   TrialSetup setup = prepare_trial(req, out);
+  // What trials of a dead driver left on this output folder goes before this one starts.
+  const std::string root = fs::path(req.dir).parent_path().parent_path().string();
+  for (const auto& note : sweep_abandoned_trials(root, *setup.launcher))
+    out.cleanup_notes += note + "\n";
   TrialWatch watch(spec, setup, out);
   TrialEnd end;
   {
@@ -323,6 +378,8 @@ TrialOutcome run_trial(const TrialRequest& req) {
     sweep_trial(setup, out);
     set.drain(0.5);
   }
+  setup.cgroup.remove();
+  reap_orphans();
   watch.finish(out);
   out.interrupt_signal = interrupt_signal();
   end.timeout_text = format_duration(spec.limits.trial_timeout);
@@ -334,6 +391,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
   out.status = v.status;
   out.reason = v.reason;
   std::ofstream(fs::path(req.dir) / "outcome.json") << out.to_json().dump(2) << "\n";
+  remove_live_record(req.dir);
   return out;
 }
 
