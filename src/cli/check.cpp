@@ -29,7 +29,7 @@ int check(const CheckOptions& o) {
   std::vector<JUnitCase> cases;
   for (int i = 0; i < o.repeats; ++i) {
     if (int sig = interrupt_signal()) return 128 + sig;
-    TrialRequest req{&spec, *trial, next_trial_dir(root), {}, {}};
+    TrialRequest req{&spec, *trial, next_trial_dir(root), {}};
     TrialOutcome out = run_trial(req);
     if (out.status == TrialStatus::Interrupted) return 128 + out.interrupt_signal;
     std::string verdict;

@@ -19,7 +19,7 @@ int run(const RunOptions& o) {
   TrialOutcome outcome;
   // An address-in-use failure is not the bug: retry on a fresh port.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    TrialRequest req{&spec, config, next_trial_dir(root), {}, {}};
+    TrialRequest req{&spec, config, next_trial_dir(root), {}};
     outcome = run_trial(req);
     if (!(outcome.status == TrialStatus::Infra && outcome.port_clash)) break;
     std::cerr << "ddpbisect run: " << outcome.reason << "; retrying on a new port\n";

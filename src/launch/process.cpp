@@ -277,6 +277,34 @@ int reap_orphans() {
   return reaped;
 }
 
+std::vector<pid_t> child_pids(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (!proc) return out;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    pid_t ppid = 0;
+    char state = '?';
+    if (*end || pid <= 0) continue;
+    if (proc_state(static_cast<pid_t>(pid), ppid, state) && ppid == parent && state != 'Z')
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return out;
+}
+
+std::map<std::string, std::string> process_environment(pid_t pid) {
+  std::map<std::string, std::string> env;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0')) {
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
 int sweep_token(const std::string& token, int rounds) {
   int killed = 0;
   const pid_t self = getpid();

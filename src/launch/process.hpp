@@ -71,6 +71,11 @@ int reap_orphans();
 // Marks `pid` as reaped by its owner: start_process's children count as owned until then.
 void disown_child(pid_t pid);
 
+// The live children of `parent`, from /proc.
+std::vector<pid_t> child_pids(pid_t parent);
+// A process's environment, from /proc/PID/environ (empty when unreadable or gone).
+std::map<std::string, std::string> process_environment(pid_t pid);
+
 // CPU time (user+system) of a process in seconds, or -1 when it is gone.
 double process_cpu_seconds(pid_t pid);
 

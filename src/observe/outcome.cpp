@@ -69,6 +69,8 @@ nlohmann::json TrialOutcome::to_json() const {
             {"containment", containment},
             {"ranks", ranks_json}};
   if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
+  if (!stacks_by.empty()) j["stacks_by"] = stacks_by;
+  if (!agent_logs.empty()) j["agent_logs"] = agent_logs;
   if (stop != StopReason::None) j["stopped_by"] = to_string(stop);
   if (resource)
     j["resource_limit"] = {{"limit", resource->limit},

@@ -43,6 +43,10 @@ void StopPolicy::on_start_failure() {
   start_failed_ = true;
 }
 
+void StopPolicy::on_stacks_collected() {
+  stacks_in_ = true;
+}
+
 StopDecision StopPolicy::stop(StopAction action, StopReason reason, double t) {
   reason_ = reason;
   if (action == StopAction::KillAll) {
@@ -50,6 +54,7 @@ StopDecision StopPolicy::stop(StopAction action, StopReason reason, double t) {
     kill_at_.reset();
   } else {
     kill_at_ = t + limits_.dump_wait_s;
+    stacks_in_ = false;
   }
   return {action, reason};
 }
@@ -70,7 +75,8 @@ StopDecision StopPolicy::decide(const StopInputs& in) {
       return stop(StopAction::RequestStacks, StopReason::EarlyStop, in.t);
     return {};
   }
-  if (kill_at_ && in.t >= *kill_at_) return stop(StopAction::KillAll, reason_, in.t);
+  if (kill_at_ && (in.t >= *kill_at_ || stacks_in_))
+    return stop(StopAction::KillAll, reason_, in.t);
   return {};
 }
 

@@ -42,6 +42,7 @@ class StopPolicy {
 
   void on_rank_failed(double t);  // the first call starts the grace period
   void on_start_failure();        // a rank could not be started: stop the others now
+  void on_stacks_collected();     // every stack is in (read from outside): kill without waiting
   // What to do now; each stack request and each kill is decided once.
   StopDecision decide(const StopInputs& in);
 
@@ -53,7 +54,7 @@ class StopPolicy {
   StopLimits limits_;
   StopReason reason_ = StopReason::None;
   std::optional<double> grace_until_, kill_at_;
-  bool killed_ = false, start_failed_ = false;
+  bool killed_ = false, start_failed_ = false, stacks_in_ = false;
 };
 
 }  // namespace ddpbisect

@@ -19,7 +19,7 @@ struct TrialRequest {
   std::string dir;  // created by the runner; must not exist
   std::map<std::string, std::string> extra_env;
   // Built once per reduction and shared by its trials; null: the runner makes the spec's own.
-  std::shared_ptr<const Launcher> launcher;
+  std::shared_ptr<const Launcher> launcher = nullptr;
 };
 
 TrialOutcome run_trial(const TrialRequest& request);

@@ -396,8 +396,7 @@ void gloo_probe(const Spec& spec, const Stage& stage, const std::string& out_dir
   TrialRequest req{&probe,
                    initial_config(probe, probe.stages[0]),
                    next_trial_dir(out_dir),
-                   {{"DDPBISECT_PROBE", "allreduce"}},
-                   {}};
+                   {{"DDPBISECT_PROBE", "allreduce"}}};
   if (const char* max = std::getenv("DDPBISECT_PROBE_MAX_BYTES"))
     req.extra_env["DDPBISECT_PROBE_MAX_BYTES"] = max;
   TrialOutcome o = run_trial(req);
@@ -550,7 +549,7 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
     TrialConfig c = cheap_variant(initial_config(spec, spec.stages.front()));
     c.nodes = 1;
     c.procs_per_node = 1;
-    TrialOutcome o = run_trial({&spec, c, next_trial_dir(opt.out_dir), {}, {}});
+    TrialOutcome o = run_trial({&spec, c, next_trial_dir(opt.out_dir), {}});
     if (o.status == TrialStatus::Pass) {
       res.findings.push_back({FindingStatus::Pass, "sanity", -1, false,
                               "the workload runs on a single process (" + o.dir + ")", ""});

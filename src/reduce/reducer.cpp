@@ -17,7 +17,7 @@ std::map<std::string, std::string> debug_variables(const Spec& spec, const std::
   if (!spec.command) return {};  // the built-in worker reads neither variable
   if (category == "hang" || category == "collective_mismatch" || category == "comm_timeout" ||
       category == "trial_timeout")
-    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}};
+    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"DDPBISECT_FLIGHT_RECORDER", "1"}};
   if (category == "cuda_error" || category == "cuda_oom") return {{"CUDA_LAUNCH_BLOCKING", "1"}};
   if (category == "nccl_error")
     return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}};

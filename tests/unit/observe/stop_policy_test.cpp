@@ -60,6 +60,16 @@ TEST(StopPolicy, AHangAsksForStacksThenKills) {
   EXPECT_EQ(p.reason(), StopReason::Hang);
 }
 
+TEST(StopPolicy, StacksReadFromOutsideNeedNoWait) {
+  StopPolicy p = policy();
+  p.on_stacks_collected();  // before any request: nothing happens
+  expect(at(p, 1.0), StopAction::None, StopReason::None);
+  StopPolicy q = policy();
+  expect(at(q, 7.0, true), StopAction::RequestStacks, StopReason::Hang);
+  q.on_stacks_collected();
+  expect(at(q, 7.05, true), StopAction::KillAll, StopReason::Hang);
+}
+
 TEST(StopPolicy, AnInterruptKillsAtOnceEvenDuringAStackRequest) {
   StopPolicy p = policy();
   expect(at(p, 7.0, true), StopAction::RequestStacks, StopReason::Hang);
