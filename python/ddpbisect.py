@@ -10,7 +10,9 @@
 
 Outside ddpbisect (no DDPBISECT_CONFIG) every call returns its default and heartbeat() prints
 nothing, so the script runs unchanged under torchrun or python. Scripts that take placeholders on
-their command line instead ({samples}, {components}, ...) do not need this module at all.
+their command line instead ({samples}, {components}, ...) do not need this module at all, nor do
+most scripts once ddpbisect's in-process agent runs (docs/agent.md); when both run, samples() and
+heartbeat() tell the agent, which then leaves the data and the heartbeats to the script.
 """
 import json
 import os
@@ -52,9 +54,18 @@ def active():
     return bool(config())
 
 
+def _agent():
+    """ddpbisect's in-process agent (docs/agent.md) when it runs in this process, else None."""
+    return sys.modules.get("ddpbisect_agent")
+
+
 def samples(default=()):
     c = config()
-    return parse_indices(c["samples"]) if "samples" in c else list(default)
+    chosen = parse_indices(c["samples"]) if "samples" in c else list(default)
+    agent = _agent()
+    if agent is not None:  # the script restricts its data itself; the agent reports len(default)
+        agent.on_helper_samples(default, chosen if "samples" in c else None)
+    return chosen
 
 
 def components(default=()):
@@ -80,6 +91,11 @@ def heartbeat(step, loss=None, seq=None, rank=None):
     """Reports one finished training step (docs/heartbeat.md); a no-op outside ddpbisect."""
     if not active():
         return
+    agent = _agent()
+    if agent is not None:  # the agent's own heartbeats stand down; it knows the collective count
+        agent_seq = agent.on_helper_heartbeat()
+        if seq is None:
+            seq = agent_seq
     if rank is None:
         rank = int(os.environ.get("RANK", "0"))
     line = {"rank": rank, "step": int(step), "t": round(time.time(), 3)}

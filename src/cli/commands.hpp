@@ -10,13 +10,15 @@
 
 namespace ddpbisect::cli {
 
-// Shared by the subcommands: the spec, or its errors printed (then exit 2).
+// Shared by the subcommands: the spec, or nullopt after its errors were reported (cli/errors.hpp;
+// the caller returns bad_input()).
 std::optional<Spec> load_spec_or_report(const std::string& path);
 // The trial configuration of `stage` (the last stage when empty, the first when `first`) with
-// `--set` overrides applied; nullopt after printing what was wrong, naming `command`.
+// `--set` overrides applied; nullopt after reporting what was wrong (with the valid stages,
+// keys, components or features, and a suggestion).
 std::optional<TrialConfig> trial_config_or_report(const Spec& spec, const std::string& stage,
                                                   const std::vector<std::string>& sets,
-                                                  const std::string& command, bool first = false);
+                                                  bool first = false);
 
 struct ValidateOptions {
   std::string spec;
@@ -54,7 +56,8 @@ struct ReduceCliOptions {
   std::string spec;
   std::string out;
   bool resume = false;
-  int jobs = 0;  // 0: the spec's reduce.jobs
+  std::string jobs;  // N or auto; empty: the spec's reduce.jobs
+  std::string stage;  // the stage known to fail: escalation starts there
   std::string strategy;
   int64_t max_trials = 0;
   std::string max_time;

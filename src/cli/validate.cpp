@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
 #include "spec/loader.hpp"
 #include "spec/serialize.hpp"
@@ -9,16 +10,11 @@
 namespace ddpbisect::cli {
 
 int validate(const ValidateOptions& o) {
-  LoadResult r = load_spec_file(o.spec);
-  if (!r.spec) {
-    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
-    std::cerr << r.errors.size() << (r.errors.size() == 1 ? " error" : " errors") << " in "
-              << o.spec << "\n";
-    return exit_code::kBadInput;
-  }
-  auto j = spec_to_json(*r.spec);
+  auto spec = load_spec_or_report(o.spec);
+  if (!spec) return bad_input();
+  auto j = spec_to_json(*spec);
   if (o.json)
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << json_to_yaml(j);
   return exit_code::kOk;

@@ -1,6 +1,8 @@
 #include "common/text.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 
 namespace ddpbisect {
 
@@ -48,17 +50,19 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
+  // Optimal string alignment: a swap of two neighbours ("rasie", "stpes") is one edit, as a
+  // typist makes it, not two.
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      size_t sub = d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, sub});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
+  return d[a.size()][b.size()];
 }
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
@@ -74,6 +78,55 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   // A typo is at most a third of the word wrong (at least 1, at most 3 edits).
   size_t allowed = std::clamp<size_t>(std::max(word.size(), best.size()) / 3, 1, 3);
   return best_d <= allowed ? best : std::string();
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string suggest(std::string_view word, const std::vector<std::string>& candidates,
+                    const std::vector<std::pair<std::string, std::string>>& meanings) {
+  const std::string lower = lowercase(word);
+  auto allowed = [&](const std::string& c) {
+    return std::find(candidates.begin(), candidates.end(), c) != candidates.end();
+  };
+  for (const auto& c : candidates)
+    if (lowercase(c) == lower) return c;
+  for (const auto& [said, meant] : meanings)
+    if (said == lower && allowed(meant)) return meant;
+  std::string guess = closest_match(lower, candidates);
+  return guess;
+}
+
+std::string failure_headline(int rank, const std::string& exception, const std::string& message,
+                             const std::string& where) {
+  std::string first = message.substr(0, message.find('\n'));
+  std::string s = rank >= 0 ? "rank " + std::to_string(rank) + ": " : "";
+  if (!exception.empty()) s += exception + (first.empty() ? "" : ": ");
+  s += first;
+  if (!where.empty()) s += " (" + where + ")";
+  return s;
+}
+
+std::string format_number(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+std::string plural(long long n, const std::string& singular, const std::string& plural_form) {
+  return std::to_string(n) + " " +
+         (n == 1                ? singular
+          : plural_form.empty() ? singular + "s"
+                                : plural_form);
 }
 
 std::string shell_quote(std::string_view s) {
@@ -92,10 +145,54 @@ std::string shell_quote(std::string_view s) {
   return out + "'";
 }
 
-std::string markup_escape(std::string_view s) {
+std::string visible_text(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f))
+        out += static_cast<char>(c);
+      else if (c == 0x7f)
+        out += "\xe2\x90\xa1";  // U+2421 SYMBOL FOR DELETE
+      else {                    // U+2400 + c: the control picture (ESC is U+241B, shown as ␛)
+        out += "\xe2\x90";
+        out += static_cast<char>(0x80 + c);
+      }
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence passes; any other byte becomes U+FFFD.
+    size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xc2;  // no overlong forms
+    if (ok && len == 3) {
+      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string markup_escape(std::string_view s) {
+  std::string out;
+  const std::string v = visible_text(s);
+  out.reserve(v.size());
+  for (char c : v) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -113,7 +210,6 @@ std::string markup_escape(std::string_view s) {
         out += "&#39;";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') continue;
         out += c;
     }
   }

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ddpbisect {
@@ -15,14 +16,40 @@ void replace_all(std::string& s, std::string_view from, std::string_view to);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 
-// Levenshtein distance, used for "did you mean" suggestions.
+// Edit distance for "did you mean" suggestions: insertions, deletions, substitutions and swaps
+// of neighbours each count one.
 size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
-// Escapes &, <, >, " and ' for HTML and XML text and attributes, and drops control characters
-// other than newline and tab (XML 1.0 cannot carry them).
+std::string lowercase(std::string_view s);
+
+// What the user probably meant by `word` among `candidates`: the same word in other case, then
+// a word said by meaning (`meanings` pairs what people write with the candidate they mean:
+// {"gpu", "cuda"}; a pair counts only when its candidate is offered), then the closest typo.
+// "" when nothing is plausible.
+std::string suggest(std::string_view word, const std::vector<std::string>& candidates,
+                    const std::vector<std::pair<std::string, std::string>>& meanings = {});
+
+// How a failure is named wherever people read it (status line, summary, report headline):
+// "rank 1: RuntimeError: planted failure (trainer.cpp:42)"; empty parts are left out, the
+// message is its first line.
+std::string failure_headline(int rank, const std::string& exception, const std::string& message,
+                             const std::string& where);
+
+// Numbers as people write them: "0.92" (at most `digits` decimals, no trailing zeros), and
+// "1 rank" / "2 ranks".
+std::string format_number(double v, int digits = 2);
+std::string plural(long long n, const std::string& singular, const std::string& plural_form = "");
+
+// Text that shows what it holds and does nothing else wherever it is pasted or printed: control
+// characters other than newline and tab become their visible pictures (ESC is "␛", so an ANSI
+// colour code shows as text), bytes that are not UTF-8 become U+FFFD. XML 1.0 cannot carry
+// control characters at all, and a terminal would obey them.
+std::string visible_text(std::string_view s);
+
+// visible_text() with &, <, >, " and ' escaped, for HTML and XML text and attributes.
 std::string markup_escape(std::string_view s);
 
 // Quotes a string for a POSIX shell (single quotes), for scripts we write, never for execution.

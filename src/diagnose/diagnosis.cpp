@@ -1,50 +1,20 @@
+// diagnose(): the named steps of diagnose_steps.hpp, in order, plus the root, echo and
+// explanation steps themselves.
 #include "diagnose/diagnosis.hpp"
 
-#include <re2/re2.h>
-
 #include <algorithm>
-#include <climits>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <regex>
-#include <set>
 #include <sstream>
 
-#include "common/signals.hpp"
 #include "common/text.hpp"
+#include "diagnose/diagnose_steps.hpp"
+#include "diagnose/frames.hpp"
 #include "diagnose/log_reader.hpp"
-
-namespace fs = std::filesystem;
 
 namespace ddpbisect {
 
-using nlohmann::json;
-
 namespace {
-
-std::string frame_key(const Frame* f) {
-  if (!f) return "";
-  return fs::path(f->file).filename().string() + ":" + f->function;
-}
-
-std::string frame_display(const Frame* f) {
-  if (!f) return "";
-  return f->file + ":" + std::to_string(f->line) + " in " + f->function;
-}
-
-const Frame* best_frame(const Event& e) {
-  if (const Frame* f = e.user_frame()) return f;
-  return e.frames.empty() ? nullptr : &e.frames.back();
-}
-
-// Earliest first: by capture time when both have one, else by rank and position.
-bool earlier(const Event& a, const Event& b) {
-  if (a.time >= 0 && b.time >= 0 && a.time != b.time) return a.time < b.time;
-  if (a.rank != b.rank) return a.rank < b.rank;
-  return a.order < b.order;
-}
 
 std::string first_line(const std::string& s) {
   return s.substr(0, s.find('\n'));
@@ -58,325 +28,246 @@ std::string summarize(const Event& e) {
   return s;
 }
 
+// 0 real primaries, 1 primary fragments, 2 echoes and infrastructure, 3 what the program
+// handled or a warning said, 4 the launchers' own reports.
+int tier(const Event& e) {
+  if (e.category == "launcher") return 4;
+  if (e.handled || e.weak) return 3;
+  if (!is_primary(e.category)) return 2;
+  return e.exception.empty() && e.frames.empty() ? 1 : 0;
+}
+
+bool same_kind(const Event& a, const Event& b) {
+  return a.category == b.category && a.exception == b.exception &&
+         frame_key(best_frame(a)) == frame_key(best_frame(b)) &&
+         normalize_message(first_line(a.message)) == normalize_message(first_line(b.message));
+}
+
+// Earliest first: by time when both have one, by position within one file; across files without
+// times, the launcher's first observed failure, then the lowest rank. One failure every rank
+// hit alike is the launcher's first observed one, else the lowest rank's, wherever it printed.
+bool earlier(const Event& a, const Event& b) {
+  if (a.time >= 0 && b.time >= 0 && a.time != b.time) return a.time < b.time;
+  if (a.origin.rank && b.origin.rank && *a.origin.rank != *b.origin.rank && same_kind(a, b)) {
+    if (a.first_observed != b.first_observed) return a.first_observed;
+    return *a.origin.rank < *b.origin.rank;
+  }
+  if (a.category == b.category && a.garbled != b.garbled) return !a.garbled;
+  if (a.source == b.source && a.order != b.order) return a.order < b.order;
+  if (a.first_observed != b.first_observed) return a.first_observed;
+  if (a.origin.rank != b.origin.rank) {
+    if (!a.origin.rank || !b.origin.rank) return a.origin.rank.has_value();
+    return *a.origin.rank < *b.origin.rank;
+  }
+  return a.order < b.order;
+}
+
+// Our own trial: events after ddpbisect asked for stacks, on ranks it stopped, are its doing.
+void mark_requested(std::vector<Event>& events, const DiagnosisInput& in) {
+  if (!in.stop_time) return;
+  std::map<int, bool> stopped;
+  for (const auto& x : in.exits) stopped[x.rank] = !x.killed_by.empty();
+  for (auto& e : events)
+    if (e.origin.rank && stopped[*e.origin.rank] && e.time >= 0 && e.time + 1e-3 >= *in.stop_time)
+      e.requested = true;
+}
+
+bool launcher_reported_failure(const Facts& facts, const DiagnosisInput& in) {
+  for (const auto& r : facts.reports)
+    if (!r.sent && !r.success && (r.signal || (r.exit_code && *r.exit_code != 0))) return true;
+  for (const auto& x : in.exits)
+    if (x.killed_by.empty() && (x.exit_code > 0 || x.signal)) return true;
+  return false;
+}
+
+Event hang_event(const HangVerdict& v, const DiagnosisInput& in) {
+  Event h;
+  h.category = "hang";
+  h.origin.rank = v.culprit;
+  if (v.culprit) h.origin.rank_from = "the wavefront (" + v.reason + ")";
+  h.frames = v.frames;
+  h.source = "hang";
+  std::ostringstream m;
+  if (v.culprit)
+    m << "rank " << *v.culprit << " is not where the others are: " << v.reason;
+  else
+    m << "no rank made progress";
+  if (in.stop_kind == "hang" && in.hang_threshold_s > 0)
+    m << " (no progress for " << std::lround(in.hang_threshold_s) << " s)";
+  if (!v.waiting.empty()) {
+    std::vector<std::string> w;
+    for (int r : v.waiting) w.push_back(std::to_string(r));
+    m << "; rank" << (w.size() > 1 ? "s " : " ") << join(w, ", ") << " waited for it";
+  }
+  h.message = m.str();
+  return h;
+}
+
+// When every failure is an echo: the rank the echoes point to, or the only rank that said
+// nothing, is the cause; say so plainly.
+void retarget_echo(Event& root, const std::vector<Event>& candidates, const Facts& facts,
+                   const std::set<int>& world) {
+  std::optional<int> target = pointed_rank(facts);
+  if (!target) {
+    std::set<int> silent = world;
+    for (const auto& e : candidates)
+      if (e.origin.rank) silent.erase(*e.origin.rank);
+    if (silent.size() == 1 && world.size() >= 2) target = *silent.begin();
+  }
+  if (!target || target == root.origin.rank) return;
+  std::string seen = root.category;
+  root.origin.rank = target;
+  root.origin.rank_from = "the rank its peers' echoes point at";
+  root.exception.clear();
+  root.frames.clear();
+  root.message = "rank " + std::to_string(*target) +
+                 " printed no error; every other rank lost its connection to it (" + seen + ")";
+}
+
+// A collective mismatch every rank reports is the odd rank's: the one that ran another
+// collective than the rest at that sequence number (DETAIL's fingerprints say which).
+void prefer_odd_rank(Event& root, const std::vector<Event>& candidates, const Facts& facts) {
+  if (root.category != "collective_mismatch") return;
+  std::vector<int> odd = odd_ranks(facts, nullptr);
+  if (odd.empty() || (root.origin.rank && *root.origin.rank == odd.front())) return;
+  for (const auto& e : candidates)
+    if (e.category == "collective_mismatch" && e.origin.rank == odd.front()) {
+      root = e;
+      return;
+    }
+}
+
 }  // namespace
 
-json Signature::to_json() const {
-  return {{"category", category}, {"exception", exception}, {"frame", frame},
-          {"message", message},   {"ranks", ranks},         {"stuck", stuck}};
+bool real_primary(const Event& e) {
+  return tier(e) == 0;
 }
 
-Signature Signature::from_json(const json& j) {
-  Signature s;
-  s.category = j.value("category", "");
-  s.exception = j.value("exception", "");
-  s.frame = j.value("frame", "");
-  s.message = j.value("message", "");
-  s.ranks = j.value("ranks", std::vector<int>{});
-  s.stuck = j.value("stuck", std::vector<std::string>{});
-  return s;
+std::optional<size_t> choose_root(const std::vector<Event>& c, bool launcher_failed) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (tier(c[i]) == 3 && !launcher_failed) continue;
+    if (c[i].kind == EventKind::Stack) continue;
+    if (!best || tier(c[i]) < tier(c[*best]) ||
+        (tier(c[i]) == tier(c[*best]) && earlier(c[i], c[*best])))
+      best = i;
+  }
+  return best;
 }
 
-std::string Signature::to_string() const {
-  std::string s = category;
-  if (!exception.empty()) s += " " + exception;
-  if (!frame.empty()) s += " at " + frame;
-  if (!stuck.empty()) s += " (stuck in " + join(stuck, ", ") + ")";
-  return s;
-}
-
-bool same_failure(const Signature& target, const Signature& cand, const std::string& level,
-                  const std::string& regex, const std::string& candidate_text) {
-  if (target.category != cand.category) return false;
-  if (!regex.empty()) {
-    try {
-      if (!std::regex_search(candidate_text + "\n" + cand.message, std::regex(regex))) return false;
-    } catch (const std::regex_error&) {
-      return false;
+std::vector<RankSummary> summarize_ranks(const std::vector<Event>& c, const Event& root,
+                                         const std::set<int>& world, const DiagnosisInput& in,
+                                         const std::optional<HangVerdict>& hang) {
+  std::map<int, const RankExit*> exits;
+  for (const auto& x : in.exits) exits[x.rank] = &x;
+  std::vector<RankSummary> out;
+  for (int r : world) {
+    RankSummary s;
+    s.rank = r;
+    const Event* first = nullptr;
+    for (const auto& e : c)
+      if (e.origin.rank == r && e.kind != EventKind::Stack &&
+          (!first || tier(e) < tier(*first) || (tier(e) == tier(*first) && earlier(e, *first))))
+        first = &e;
+    if (root.origin.rank == r) first = &root;
+    if (first) {
+      s.category = first->category;
+      s.primary = is_primary(first->category) && tier(*first) <= 1;
+      s.summary = summarize(*first);
+      if (root.origin.rank && r != *root.origin.rank && (!s.primary || earlier(root, *first)))
+        s.echo_of = root.origin.rank;
+    } else if (exits.count(r) && !exits[r]->killed_by.empty()) {
+      s.summary = "stopped by ddpbisect (" + exits[r]->killed_by + ")";
+      if (root.origin.rank && r != *root.origin.rank) s.echo_of = root.origin.rank;
+    } else {
+      s.summary = "no error";
     }
+    if (hang)
+      for (const auto& [rank, where] : hang->stuck)
+        if (rank == r) s.stuck_in = where;
+    out.push_back(s);
   }
-  if (level == "loose") return true;
-  if (target.exception != cand.exception || target.frame != cand.frame) return false;
-  if (target.category == "hang" && target.stuck != cand.stuck) return false;
-  if (level == "strict") return target.message == cand.message;
-  return true;
+  return out;
 }
 
-bool matches_pinned(const std::string& category, const std::string& exception,
-                    const std::string& frame, const Signature& c) {
-  if (category.empty()) return true;
-  return c.category == category && (exception.empty() || c.exception == exception) &&
-         (frame.empty() || c.frame == frame);
-}
-
-json Diagnosis::to_json() const {
-  json ranks_json = json::array();
-  for (const auto& r : ranks) {
-    json j = {
-        {"rank", r.rank}, {"category", r.category}, {"primary", r.primary}, {"summary", r.summary}};
-    j["echo_of"] = r.echo_of ? json(*r.echo_of) : json(nullptr);
-    if (!r.stuck_in.empty()) j["stuck_in"] = r.stuck_in;
-    ranks_json.push_back(j);
+std::string explain_diagnosis(const Diagnosis& d) {
+  if (!d.failed) return "No failure found in these logs.";
+  const Event& root = d.root;
+  std::ostringstream os;
+  if (root.category == "hang") {
+    os << "The job hung: " << root.message;
+    if (const Frame* f = best_frame(root)) os << "; it was at " << frame_display(f);
+    os << ".";
+  } else if (!is_primary(root.category)) {
+    os << "No rank shows a failure of its own; " << rank_words(root.origin.rank) << ": "
+       << summarize(root) << ".";
+  } else {
+    std::string who = rank_words(root.origin.rank);
+    who[0] = static_cast<char>(toupper(who[0]));
+    os << who << " failed first: " << summarize(root) << ".";
   }
-  json root_json = nullptr;
-  if (failed) {
-    const Frame* f = best_frame(root);
-    json frames = json::array();
-    for (const auto& fr : root.frames)
-      frames.push_back(
-          {{"file", fr.file}, {"line", fr.line}, {"function", fr.function}, {"user", fr.user}});
-    root_json = {{"rank", root.rank},
-                 {"category", root.category},
-                 {"primary", is_primary(root.category)},
-                 {"exception", root.exception},
-                 {"message", root.message},
-                 {"frame", f ? json(frame_display(f)) : json(nullptr)},
-                 {"file", f ? json(f->file) : json(nullptr)},
-                 {"line", f ? json(f->line) : json(nullptr)},
-                 {"function", f ? json(f->function) : json(nullptr)},
-                 {"frames", frames},
-                 {"excerpt", root.excerpt},
-                 {"source", root.source},
-                 {"time", root.time >= 0 ? json(root.time) : json(nullptr)}};
-  }
-  return {{"failed", failed},
-          {"root_cause", root_json},
-          {"signature", failed ? signature.to_json() : json(nullptr)},
-          {"ranks", ranks_json},
-          {"explanation", explanation}};
+  std::vector<std::string> echoes;
+  for (const auto& s : d.ranks)
+    if (s.echo_of && !s.category.empty() && !s.primary)
+      echoes.push_back("rank " + std::to_string(s.rank) + " (" + s.category + ")");
+  if (!echoes.empty())
+    os << " " << join(echoes, ", ") << (echoes.size() == 1 ? " is an echo" : " are echoes")
+       << " of that failure, not a cause.";
+  return os.str();
 }
 
 Diagnosis diagnose(const DiagnosisInput& in) {
-  std::map<int, std::vector<Event>> by_rank;
-  read_logs(in, by_rank);
+  Evidence ev = read_inputs(in);
+  for (const auto& x : in.exits)  // our observer counted each rank's heartbeats
+    if (x.last_step >= 0) ev.facts.heartbeat_step[x.rank] = x.last_step;
+  attribute_ranks(ev.events, ev.facts);
+  mark_requested(ev.events, in);
+  std::vector<Event> stacks;
+  for (const auto& e : ev.events)
+    if (e.kind == EventKind::Stack) stacks.push_back(e);
+  std::vector<Event> c = find_candidates(std::move(ev.events), ev.facts, in);
+  attribute_ranks(c, ev.facts);
+  fold_exits(c, ev.facts);
+  std::vector<Event> all = c;
+  all.insert(all.end(), stacks.begin(), stacks.end());
+  std::set<int> world = known_world(all, ev.facts, in);
 
-  // Events after ddpbisect asked for stacks, on ranks it stopped, are its own doing.
-  std::map<int, const RankExit*> exits;
-  for (const auto& x : in.exits) exits[x.rank] = &x;
-  auto stopped = [&](int rank) {
-    auto it = exits.find(rank);
-    return it != exits.end() && !it->second->killed_by.empty();
-  };
-  for (auto& [rank, events] : by_rank)
-    for (auto& e : events)
-      if (in.stop_time && stopped(rank) && e.time >= 0 && e.time + 1e-3 >= *in.stop_time)
-        e.requested = true;
-
-  // Candidates: errors, plus an exit event for each failed rank that printed no error.
-  std::vector<Event> candidates;
-  std::optional<int> banner_rank;
-  static const std::map<std::string, std::string> kCrash = {{"Segmentation fault", "SIGSEGV"},
-                                                            {"Aborted", "SIGABRT"},
-                                                            {"Bus error", "SIGBUS"},
-                                                            {"Floating point exception", "SIGFPE"},
-                                                            {"Illegal instruction", "SIGILL"}};
-  for (auto& [rank, events] : by_rank)
-    for (auto& e : events) {
-      if (e.requested) continue;
-      if (e.kind == EventKind::Error) candidates.push_back(e);
-      // A crash dump nobody asked for is the failure itself, exit status or not.
-      if (e.kind == EventKind::Stack && e.message.rfind("Fatal", 0) == 0) {
-        Event c = e;
-        c.kind = EventKind::Error;
-        c.category = "signal";
-        for (const auto& [text, sig] : kCrash)
-          if (e.message.find(text) != std::string::npos) c.exception = sig;
-        std::string num;
-        if (RE2::PartialMatch(e.message, R"(received signal (\d+))", &num))
-          c.exception = signal_name(std::stoi(num));
-        if (c.exception.empty()) c.exception = "crash";
-        c.message = first_line(e.message);
-        candidates.push_back(c);
-      }
-      if (e.kind == EventKind::Exit) {
-        if (!banner_rank) banner_rank = e.rank;
-        candidates.push_back(e);
-      }
-    }
-  for (const auto& x : in.exits) {
-    if (!x.killed_by.empty() || (x.exit_code <= 0 && x.signal == 0)) continue;
-    // A rank that printed any error (even an echo) is described by it, not by its exit status.
-    bool has_error = std::any_of(candidates.begin(), candidates.end(), [&](const Event& e) {
-      return e.rank == x.rank && e.kind == EventKind::Error;
-    });
-    if (has_error) continue;
-    Event e;
-    e.kind = EventKind::Exit;
-    e.rank = x.rank;
-    e.time = x.end_time;
-    e.order = 1LL << 60;
-    if (x.signal) {
-      e.category = "signal";
-      e.exception = signal_name(x.signal);
-      e.message = "killed by " + e.exception;
-      // A crash dump (faulthandler, the worker) gives the frames.
-      for (const auto& d : by_rank[x.rank])
-        if (d.kind == EventKind::Stack && !d.requested) {
-          e.frames = d.frames;
-          e.excerpt = d.excerpt;
-          e.message += " (" + first_line(d.message) + ")";
-        }
-    } else {
-      e.category = "exit_nonzero";
-      e.exception = "exit " + std::to_string(x.exit_code);
-      e.message =
-          "exited with code " + std::to_string(x.exit_code) + " without an error we could read";
-    }
-    e.source = "exit status";
-    candidates.push_back(e);
+  std::optional<HangVerdict> hang;
+  if (std::none_of(c.begin(), c.end(), real_primary)) {
+    hang = attribute_hang(c, stacks, ev.facts, world, in.stop_kind == "hang");
+    if (hang && (hang->culprit || in.stop_kind == "hang")) c.push_back(hang_event(*hang, in));
   }
-
-  // Pointers into `candidates` are taken below; the hang and timeout events are appended later.
-  candidates.reserve(candidates.size() + 2);
-  Diagnosis d;
-  std::vector<const Event*> primaries, secondaries, launcher;
-  for (const auto& e : candidates) {
-    if (e.source.find("launcher banner") != std::string::npos) continue;
-    if (e.category == "launcher")
-      launcher.push_back(&e);
-    else if (is_primary(e.category))
-      primaries.push_back(&e);
-    else
-      secondaries.push_back(&e);
-  }
-  auto pick = [&](std::vector<const Event*>& v) -> const Event* {
-    if (v.empty()) return nullptr;
-    bool any_time = std::any_of(v.begin(), v.end(), [](const Event* e) { return e->time >= 0; });
-    // Without capture times, the launcher's "first observed failure" names the rank.
-    if (!any_time && banner_rank)
-      for (const Event* e : v)
-        if (e->rank == *banner_rank) return e;
-    return *std::min_element(v.begin(), v.end(),
-                             [](const Event* a, const Event* b) { return earlier(*a, *b); });
-  };
-  const Event* root = pick(primaries);
-  std::vector<const Event*> banners;
-  for (const auto& e : candidates)
-    if (e.source.find("launcher banner") != std::string::npos) banners.push_back(&e);
-
-  if (!root && in.stop_kind == "hang") {
-    Event h;
-    h.category = "hang";
-    h.exception = "";
-    std::vector<std::pair<int, std::string>> stuck;
-    for (const auto& x : in.exits) {
-      if (x.killed_by != "hang") continue;
-      const Event* dump = nullptr;
-      for (const auto& e : by_rank[x.rank])
-        if (e.kind == EventKind::Stack && e.requested) dump = &e;
-      std::string where = dump ? frame_key(best_frame(*dump)) : "";
-      stuck.push_back({x.rank, where});
-    }
-    // The rank that fell behind (the fewest steps); among equals, one that is not waiting in a
-    // collective for the others, then one in a frame of its own.
-    std::map<std::string, int> frame_count;
-    for (auto& [r, f] : stuck) frame_count[f]++;
-    auto in_collective = [&](int r) {
-      static const RE2 re(
-          R"((?i)all_?reduce|barrier|broadcast|all_?gather|reduce_scatter|\bwait\b|recv|send)");
-      for (const auto& e : by_rank[r])
-        if (e.kind == EventKind::Stack && e.requested && !e.frames.empty())
-          return RE2::PartialMatch(e.frames.back().function, re);
-      return false;
-    };
-    int best = -1;
-    std::tuple<long long, int, int, int> best_key{LLONG_MAX, INT_MAX, INT_MAX, INT_MAX};
-    for (auto& [r, f] : stuck) {
-      long long step = exits.count(r) ? exits[r]->last_step : -1;
-      std::tuple<long long, int, int, int> key{step, in_collective(r) ? 1 : 0, frame_count[f], r};
-      if (key < best_key) best_key = key, best = r;
-    }
-    h.rank = best;
-    std::set<std::string> frames;
-    std::string where;
-    for (auto& [r, f] : stuck) {
-      if (!f.empty()) frames.insert(f);
-      where += (where.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " in " +
-               (f.empty() ? "?" : f);
-    }
-    h.message = "no rank made progress for " +
-                std::to_string(static_cast<int>(std::lround(in.hang_threshold_s))) + " s: " + where;
-    for (const auto& e : by_rank[best])
-      if (e.kind == EventKind::Stack && e.requested) h.frames = e.frames, h.excerpt = e.excerpt;
-    h.source = "hang";
-    candidates.push_back(h);
-    root = &candidates.back();
-    d.signature.stuck.assign(frames.begin(), frames.end());
-    for (auto& [r, f] : stuck) d.signature.ranks.push_back(r);
-  }
-  if (!root && in.stop_kind == "timeout") {
+  if (in.stop_kind == "timeout" && std::none_of(c.begin(), c.end(), real_primary)) {
     Event t;
     t.category = "trial_timeout";
     t.message = "the trial ran past its timeout";
     t.source = "timeout";
-    candidates.push_back(t);
-    root = &candidates.back();
+    c.push_back(t);
   }
-  if (!root) root = pick(secondaries);
-  if (!root && !banners.empty()) root = banners.front();  // the launcher's "first observed failure"
-  if (!root) root = pick(launcher);
-
-  if (root) {
-    d.failed = true;
-    d.root = *root;
-    d.signature.category = root->category;
-    d.signature.exception = root->exception;
-    // A hang is identified by the set of frames ranks were stuck in, not by one rank's frame.
-    d.signature.frame = root->category == "hang" ? "" : frame_key(best_frame(*root));
-    d.signature.message = normalize_message(first_line(root->message));
-    if (d.signature.ranks.empty()) d.signature.ranks = {root->rank};
+  Diagnosis d;
+  bool launcher_failed = launcher_reported_failure(ev.facts, in);
+  std::optional<size_t> root = choose_root(c, launcher_failed);
+  if (!root) {
+    d.explanation = explain_diagnosis(d);
+    return d;
   }
-
-  // Per-rank summaries: what each rank saw, and whether it is an echo of the root cause.
-  std::set<int> ranks;
-  for (const auto& x : in.exits) ranks.insert(x.rank);
-  for (const auto& [r, ev] : by_rank)
-    if (r >= 0) ranks.insert(r);
-  for (int r : ranks) {
-    RankSummary s;
-    s.rank = r;
-    const Event* first = nullptr;
-    for (const auto& e : candidates)
-      if (e.rank == r && e.source.find("launcher banner") == std::string::npos &&
-          (!first || (is_primary(e.category) && !is_primary(first->category)) ||
-           (is_primary(e.category) == is_primary(first->category) && earlier(e, *first))))
-        first = &e;
-    if (d.failed && root->rank == r) first = root;
-    if (first) {
-      s.category = first->category;
-      s.primary = is_primary(first->category);
-      s.summary = summarize(*first);
-      if (d.failed && r != root->rank && (!s.primary || earlier(*root, *first)))
-        s.echo_of = root->rank;
-    } else if (exits.count(r) && !exits[r]->killed_by.empty()) {
-      s.summary = "stopped by ddpbisect (" + exits[r]->killed_by + ")";
-      if (d.failed && r != root->rank) s.echo_of = root->rank;
-    } else {
-      s.summary = "no error";
-    }
-    if (in.stop_kind == "hang")
-      for (const auto& e : by_rank[r])
-        if (e.kind == EventKind::Stack && e.requested) s.stuck_in = frame_display(best_frame(e));
-    d.ranks.push_back(s);
-  }
-
-  if (d.failed) {
-    std::ostringstream os;
-    if (root->category == "hang") {
-      os << "The job hung: " << root->message << ".";
-    } else {
-      os << "Rank " << root->rank << " failed first: " << summarize(*root) << ".";
-    }
-    std::vector<std::string> echoes;
-    for (const auto& s : d.ranks)
-      if (s.echo_of && !s.category.empty() && !s.primary)
-        echoes.push_back("rank " + std::to_string(s.rank) + " (" + s.category + ")");
-    if (!echoes.empty())
-      os << " " << join(echoes, ", ") << (echoes.size() == 1 ? " is an echo" : " are echoes")
-         << " of that failure, not a cause.";
-    d.explanation = os.str();
-  } else {
-    d.explanation = "No failure found in these logs.";
-  }
+  d.failed = true;
+  d.root = c[*root];
+  if (!is_primary(d.root.category)) retarget_echo(d.root, c, ev.facts, world);
+  prefer_odd_rank(d.root, c, ev.facts);
+  d.signature.category = d.root.category;
+  d.signature.exception = d.root.exception;
+  d.signature.frame = frame_key(best_frame(d.root));
+  d.signature.message = normalize_message(first_line(d.root.message));
+  if (d.root.origin.rank) d.signature.ranks = {*d.root.origin.rank};
+  if (hang)
+    for (const auto& [r, where] : hang->stuck)
+      if (!where.empty() && std::find(d.signature.stuck.begin(), d.signature.stuck.end(), where) ==
+                                d.signature.stuck.end())
+        d.signature.stuck.push_back(where);
+  std::sort(d.signature.stuck.begin(), d.signature.stuck.end());
+  d.ranks = summarize_ranks(c, d.root, world, in, d.root.category == "hang" ? hang : std::nullopt);
+  d.explanation = explain_diagnosis(d);
   return d;
 }
 

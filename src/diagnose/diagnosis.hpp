@@ -1,6 +1,8 @@
-// From every rank's events to one root cause: a secondary (an echo) never wins over a primary;
-// among primaries the earliest wins, by capture time. Also the signature that says what "fails
-// the same way" means, and its comparison at the strict / default / loose levels.
+// From every rank's events and the facts around them to one root cause, in named steps
+// (diagnose_steps.hpp): candidates, ranks, hang attribution, root, echoes, explanation. A
+// secondary (an echo) never wins over a primary; among primaries the earliest wins. Also the
+// signature that says what "fails the same way" means, and its comparison at the strict /
+// default / loose levels.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "diagnose/categories.hpp"
 #include "diagnose/event.hpp"
 
 namespace ddpbisect {
@@ -22,7 +25,7 @@ struct RankExit {
 };
 
 struct LogInput {
-  int rank = -1;  // -1: a combined log; ranks come from line prefixes
+  std::optional<int> rank;  // none: a combined log; ranks come from line prefixes
   std::string path;
   std::string times_path;  // one capture time (ms) per line, or ""
 };
@@ -30,7 +33,9 @@ struct LogInput {
 struct DiagnosisInput {
   std::vector<LogInput> logs;
   std::vector<std::string> error_files;  // torchrun error.json files, with their rank
-  std::vector<int> error_file_ranks;
+  std::vector<std::optional<int>> error_file_ranks;
+  std::vector<LogInput> flight_recorder;  // Flight Recorder dumps (pickles), rank from the name
+  std::vector<std::string> agent_traces;  // the agent's agent/collectives.*.jsonl files
   std::vector<RankExit> exits;
   std::string stop_kind;            // hang, timeout, early_stop, or ""
   std::optional<double> stop_time;  // when ddpbisect asked for stacks
@@ -43,7 +48,7 @@ struct Signature {
   std::string exception;
   std::string frame;               // file:function of the innermost user frame (basename)
   std::string message;             // normalized
-  std::vector<int> ranks;          // the failing rank(s)
+  std::vector<int> ranks;          // the failing rank(s), when known
   std::vector<std::string> stuck;  // hang: the distinct frames ranks were stuck in
   nlohmann::json to_json() const;
   static Signature from_json(const nlohmann::json& j);
@@ -54,6 +59,12 @@ struct Signature {
 // when `regex` is set, whether the candidate's message or excerpt contains it.
 bool same_failure(const Signature& target, const Signature& candidate, const std::string& level,
                   const std::string& regex = "", const std::string& candidate_text = "");
+
+// Whether a debug rerun's failure explains the target rather than being another failure: the
+// same failure (loosely), or a hang (collective timeout, trial timeout) that TORCH_DISTRIBUTED_DEBUG=DETAIL
+// turned into the collective mismatch behind it. The reducer's debug rerun shows such a run as
+// the cause of the target, ranks and call sites, instead of filing it as a different failure.
+bool debug_rerun_explains(const Signature& target, const Signature& rerun);
 
 // Whether `candidate` is the failure a spec pins (match.signature); true when none is pinned.
 bool matches_pinned(const std::string& category, const std::string& exception,
@@ -79,10 +90,19 @@ struct Diagnosis {
 
 Diagnosis diagnose(const DiagnosisInput& input);
 
-// Inputs from an outcome.json of ours (its folder holds the logs).
-DiagnosisInput inputs_from_outcome(const nlohmann::json& outcome);
+// "rank 3", or "an unknown rank": how text output names a rank.
+std::string rank_words(const std::optional<int>& rank);
+
+// Inputs from an outcome.json of ours; `folder`, when given, is where that outcome.json lies
+// (its recorded paths are relative to where the run started).
+DiagnosisInput inputs_from_outcome(const nlohmann::json& outcome, const std::string& folder = "");
 // Inputs from paths given to `explain`: trial folders, torchrun --log-dir trees, folders of
-// per-rank files, or single (combined) log files. Returns an error message on bad input.
-std::string inputs_from_paths(const std::vector<std::string>& paths, DiagnosisInput& input);
+// per-rank files, single (combined) log files, Flight Recorder dumps, the agent's trace files.
+// On bad input, `error` names the path and what is wrong with it.
+struct PathInputs {
+  DiagnosisInput input;
+  std::optional<std::string> error;
+};
+PathInputs inputs_from_paths(const std::vector<std::string>& paths);
 
 }  // namespace ddpbisect

@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
+#include "diagnose/flight_recorder.hpp"
 
 namespace fs = std::filesystem;
 
@@ -13,8 +15,135 @@ namespace ddpbisect {
 
 using nlohmann::json;
 
-DiagnosisInput inputs_from_outcome(const json& o) {
+namespace {
+
+std::optional<std::string> add_paths(const std::vector<std::string>& paths, DiagnosisInput& in);
+
+// The rank a file name carries: rank3.log, rank_3.err, rank.3/stderr, default3, 3.log, log.3,
+// 3/stderr.log (torchrun's tree: the local rank), worker_3.log. "node1" names a host, and
+// "slurm-884301.out" a job. A name's rank is only a default: a file that turns out to be a
+// launcher's console (log_reader.cpp) loses it.
+std::optional<int> rank_of(const fs::path& p, const fs::path& root) {
+  static const RE2 named(
+      R"((?i)(?:^|[^a-z])(?:rank|worker|proc|process|default)[_\-.]?(\d{1,5})(?:[^\d]|$))");
+  static const RE2 bare_stem(R"(^(\d{1,5})$)");
+  static const RE2 log_suffix(R"(^(?:log|out|err|stdout|stderr)\.(\d{1,5})$)");
+  std::string rel = fs::relative(p, root).string();
+  int r = 0;
+  if (RE2::PartialMatch(rel, named, &r)) return r;
+  std::string stem = p.stem().string(), name = p.filename().string();
+  if (RE2::FullMatch(stem, bare_stem, &r) || RE2::FullMatch(name, log_suffix, &r)) return r;
+  std::string parent = p.parent_path().filename().string();
+  if (p.parent_path() != root && RE2::FullMatch(parent, bare_stem, &r)) return r;
+  return std::nullopt;
+}
+
+// The rank at the end of a Flight Recorder dump's name: fr_trace_rank_1, comm_lib_trace_rank_1.
+std::optional<int> trailing_rank(const fs::path& p) {
+  int r = 0;
+  if (RE2::PartialMatch(p.filename().string(), R"((\d{1,5})(?:\.\w+)?$)", &r)) return r;
+  return std::nullopt;
+}
+
+bool starts_as_pickle(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  char head[2] = {0, 0};
+  in.read(head, 2);
+  return in.gcount() == 2 && looks_like_pickle(std::string_view(head, 2));
+}
+
+bool is_agent_trace(const fs::path& p) {
+  std::string name = p.filename().string();
+  return starts_with(name, "collectives.") && ends_with(name, ".jsonl");
+}
+
+bool is_log_file(const fs::path& p) {
+  std::string name = p.filename().string();
+  if (name.empty() || name[0] == '.') return false;
+  std::string ext = p.extension().string();
+  return ext != ".times" && ext != ".json" && ext != ".jsonl" && ext != ".yaml" && ext != ".py" &&
+         ext != ".sh";
+}
+
+// One file found in a folder given to explain (or the folder itself given).
+void add_file(const fs::path& f, const fs::path& root, DiagnosisInput& in) {
+  if (f.filename() == "error.json") {
+    in.error_files.push_back(f.string());
+    in.error_file_ranks.push_back(rank_of(f, root));
+  } else if (is_agent_trace(f)) {
+    in.agent_traces.push_back(f.string());
+  } else if (starts_as_pickle(f)) {
+    in.flight_recorder.push_back({trailing_rank(f), f.string(), ""});
+  } else if (is_log_file(f)) {
+    in.logs.push_back({rank_of(f, root), f.string(), ""});
+  }
+}
+
+// The agent's trace files and Flight Recorder dumps a trial folder of ours holds.
+void add_trial_extras(const fs::path& dir, DiagnosisInput& in) {
+  std::error_code ec;
+  for (const char* sub : {"agent", "fr"}) {
+    if (!fs::is_directory(dir / sub, ec)) continue;
+    for (const auto& e : fs::directory_iterator(dir / sub, ec))
+      if (e.is_regular_file()) add_file(e.path(), dir / sub, in);
+  }
+}
+
+std::optional<std::string> add_folder(const fs::path& p, const std::string& raw,
+                                      DiagnosisInput& in) {
+  // A torchrun --log-dir tree: keep the last attempt of each run.
+  std::error_code ec;
+  std::vector<fs::path> files;
+  fs::path last_attempt;
+  for (auto it =
+           fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_regular_file()) continue;
+    files.push_back(it->path());
+    for (auto part = it->path().parent_path(); part != p && part.has_filename();
+         part = part.parent_path())
+      if (part.filename().string().rfind("attempt_", 0) == 0 &&
+          part.string() > last_attempt.string())
+        last_attempt = part;
+  }
+  std::sort(files.begin(), files.end());
+  size_t before =
+      in.logs.size() + in.error_files.size() + in.flight_recorder.size() + in.agent_traces.size();
+  for (const auto& f : files) {
+    bool in_attempt = f.string().find("/attempt_") != std::string::npos;
+    if (!last_attempt.empty() && in_attempt &&
+        f.string().rfind(last_attempt.string() + "/", 0) != 0)
+      continue;
+    add_file(f, in_attempt && !last_attempt.empty() ? last_attempt : p, in);
+  }
+  if (in.logs.size() + in.error_files.size() + in.flight_recorder.size() + in.agent_traces.size() ==
+      before)
+    return raw + ": no log files in this folder";
+  return std::nullopt;
+}
+
+}  // namespace
+
+namespace {
+// A path an outcome.json recorded (relative to where the run started), found again from the
+// outcome's own folder when the run started elsewhere.
+std::string rebase(const std::string& path, const std::string& recorded_dir,
+                   const std::string& folder) {
+  std::error_code ec;
+  if (folder.empty() || path.empty() || fs::exists(path, ec)) return path;
+  fs::path p(path), dir(recorded_dir);
+  fs::path rel = !recorded_dir.empty() && starts_with(path, recorded_dir)
+                     ? fs::relative(p, dir)
+                     : p.parent_path().filename() / p.filename();
+  fs::path found = fs::path(folder) / rel;
+  return fs::exists(found, ec) ? found.string() : path;
+}
+}  // namespace
+
+DiagnosisInput inputs_from_outcome(const json& o, const std::string& folder) {
   DiagnosisInput in;
+  std::string recorded_dir = o.value("dir", "");
   for (const auto& r : o.value("ranks", json::array())) {
     RankExit x;
     x.rank = r.value("rank", 0);
@@ -25,11 +154,10 @@ DiagnosisInput inputs_from_outcome(const json& o) {
     x.last_step = r.value("last_step", -1LL);
     in.exits.push_back(x);
     for (const char* stream : {"stdout", "stderr"}) {
-      std::string path = r.value(stream, "");
+      std::string path = rebase(r.value(stream, ""), recorded_dir, folder);
       if (!path.empty()) in.logs.push_back({x.rank, path, path + ".times"});
     }
   }
-  std::string status = o.value("status", "");
   std::string reason = o.value("reason", "");
   if (o.contains("hang_declared_s") && o["hang_declared_s"].is_number()) {
     in.stop_kind = "hang";
@@ -47,34 +175,19 @@ DiagnosisInput inputs_from_outcome(const json& o) {
     if (first_stop >= 0) in.stop_time = first_stop;
   }
   in.hang_threshold_s = o.value("hang_threshold_s", 0.0);
+  std::string dir = folder.empty() ? recorded_dir : folder;
+  if (!dir.empty()) add_trial_extras(dir, in);
   return in;
 }
 
+PathInputs inputs_from_paths(const std::vector<std::string>& paths) {
+  PathInputs out;
+  if (auto err = add_paths(paths, out.input)) out.error = *err;
+  return out;
+}
+
 namespace {
-// The rank a file name carries: rank3.log, rank_3.err, worker-3.out, 3/stderr.log, log.3
-int rank_of(const fs::path& p, const fs::path& root) {
-  static const RE2 named(R"((?:rank|worker|proc|process|default)[_\-.]?(\d+))");
-  static const RE2 bare(R"((?:^|[^\d])(\d+)(?:[^\d]|$))");
-  std::string rel = fs::relative(p, root).string();
-  std::string digits;
-  if (RE2::PartialMatch(rel, named, &digits)) return std::stoi(digits);
-  std::string name = p.filename().string();
-  if (RE2::PartialMatch(name, bare, &digits)) return std::stoi(digits);
-  std::string parent = p.parent_path().filename().string();
-  if (!parent.empty() && std::all_of(parent.begin(), parent.end(), ::isdigit))
-    return std::stoi(parent);
-  return -1;
-}
-
-bool is_log_file(const fs::path& p) {
-  std::string name = p.filename().string();
-  if (name.empty() || name[0] == '.') return false;
-  std::string ext = p.extension().string();
-  return ext != ".times" && ext != ".json" && ext != ".yaml" && ext != ".py" && ext != ".sh";
-}
-}  // namespace
-
-std::string inputs_from_paths(const std::vector<std::string>& paths, DiagnosisInput& in) {
+std::optional<std::string> add_paths(const std::vector<std::string>& paths, DiagnosisInput& in) {
   for (const auto& raw : paths) {
     fs::path p(raw);
     std::error_code ec;
@@ -84,8 +197,12 @@ std::string inputs_from_paths(const std::vector<std::string>& paths, DiagnosisIn
         std::ifstream f(p);
         auto o = json::parse(f, nullptr, false);
         if (o.is_discarded()) return raw + ": not valid JSON";
-        auto sub = inputs_from_outcome(o);
+        auto sub = inputs_from_outcome(o, p.parent_path().string());
         in.logs.insert(in.logs.end(), sub.logs.begin(), sub.logs.end());
+        in.flight_recorder.insert(in.flight_recorder.end(), sub.flight_recorder.begin(),
+                                  sub.flight_recorder.end());
+        in.agent_traces.insert(in.agent_traces.end(), sub.agent_traces.begin(),
+                               sub.agent_traces.end());
         in.exits = sub.exits;
         in.stop_kind = sub.stop_kind;
         in.stop_time = sub.stop_time;
@@ -94,49 +211,23 @@ std::string inputs_from_paths(const std::vector<std::string>& paths, DiagnosisIn
         in.error_files.push_back(p.string());
         in.error_file_ranks.push_back(rank_of(p, p.parent_path().parent_path()));
       } else {
-        in.logs.push_back({-1, p.string(), ""});
+        size_t before = in.logs.size();
+        add_file(p, p.parent_path(), in);
+        // A single log given by name is read whatever its extension.
+        if (in.logs.size() == before && !is_agent_trace(p) && !starts_as_pickle(p))
+          in.logs.push_back({rank_of(p, p.parent_path()), p.string(), ""});
       }
       continue;
     }
     if (!fs::is_directory(p, ec)) return raw + ": not a file or a directory";
-    // One of our trial folders.
     if (fs::exists(p / "outcome.json")) {
-      std::string err = inputs_from_paths({(p / "outcome.json").string()}, in);
-      if (!err.empty()) return err;
+      if (auto err = add_paths({(p / "outcome.json").string()}, in)) return err;
       continue;
     }
-    // A torchrun --log-dir tree: keep the last attempt of each run.
-    std::vector<fs::path> files;
-    fs::path last_attempt;
-    for (auto it =
-             fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
-         it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      if (!it->is_regular_file()) continue;
-      files.push_back(it->path());
-      for (auto part = it->path().parent_path(); part != p && part.has_filename();
-           part = part.parent_path())
-        if (part.filename().string().rfind("attempt_", 0) == 0 &&
-            part.string() > last_attempt.string())
-          last_attempt = part;
-    }
-    std::sort(files.begin(), files.end());
-    size_t before = in.logs.size() + in.error_files.size();
-    for (const auto& f : files) {
-      if (!last_attempt.empty() && f.string().rfind(last_attempt.string() + "/", 0) != 0) continue;
-      fs::path root = last_attempt.empty() ? p : last_attempt;
-      int rank = rank_of(f, root);
-      if (f.filename() == "error.json") {
-        in.error_files.push_back(f.string());
-        in.error_file_ranks.push_back(rank);
-      } else if (is_log_file(f)) {
-        in.logs.push_back({rank, f.string(), ""});
-      }
-    }
-    if (in.logs.size() + in.error_files.size() == before)
-      return raw + ": no log files in this folder";
+    if (auto err = add_folder(p, raw, in)) return err;
   }
-  return "";
+  return std::nullopt;
 }
+}  // namespace
 
 }  // namespace ddpbisect

@@ -4,42 +4,22 @@
 #include <re2/re2.h>
 #include <unistd.h>
 
-#include <cstring>
-#include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/text.hpp"
+#include "diagnose/categories.hpp"
+#include "diagnose/flight_recorder.hpp"
+#include "diagnose/line_hygiene.hpp"
 #include "diagnose/stream_parser.hpp"
-
-namespace fs = std::filesystem;
 
 namespace ddpbisect {
 
 namespace {
-
-// "[rank3]: ", "[default3]:" (torchrun --tee), "[3]:" at the start of a combined log's line.
-bool split_prefix(std::string_view line, int& rank, std::string_view& rest) {
-  if (line.size() < 4 || line[0] != '[') return false;
-  size_t close = line.find("]:");
-  if (close == std::string_view::npos || close > 16) return false;
-  std::string_view tag = line.substr(1, close - 1);
-  if (starts_with(tag, "rank"))
-    tag.remove_prefix(4);
-  else if (starts_with(tag, "default"))
-    tag.remove_prefix(7);
-  if (tag.empty() || tag.size() > 6) return false;
-  int r = 0;
-  for (char c : tag) {
-    if (c < '0' || c > '9') return false;
-    r = r * 10 + (c - '0');
-  }
-  rank = r;
-  rest = line.substr(close + 2);
-  if (!rest.empty() && rest[0] == ' ') rest.remove_prefix(1);
-  return true;
-}
 
 std::vector<float> read_times(const std::string& path) {
   std::vector<float> out;
@@ -56,14 +36,15 @@ std::vector<float> read_times(const std::string& path) {
   return out;
 }
 
+// One text log: hygiene, then one parser per process its lines belong to, and the facts.
 class Reader {
  public:
-  Reader(const LogInput& log, const std::vector<std::string>& library)
-      : log_(log), library_(library) {
+  Reader(const LogInput& log, const std::vector<std::string>& library, Facts& facts)
+      : log_(log), library_(library), facts_(log.path, facts) {
     times_ = read_times(log.times_path);
   }
 
-  void run() {
+  void run_file() {
     int fd = open(log_.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     std::vector<char> buf(1 << 20);
@@ -71,40 +52,67 @@ class Reader {
     while (true) {
       ssize_t n = read(fd, buf.data(), buf.size());
       if (n <= 0) break;
-      std::string_view chunk(buf.data(), static_cast<size_t>(n));
-      if (!carry.empty()) {
-        size_t nl = chunk.find('\n');
-        if (nl == std::string_view::npos) {
-          carry.append(chunk);
-          if (carry.size() > (4 << 20)) carry.resize(4 << 20);  // one absurd line
-          continue;
-        }
-        carry.append(chunk.substr(0, nl));
-        line(carry);
-        carry.clear();
-        chunk.remove_prefix(nl + 1);
-      }
-      size_t last_nl = chunk.rfind('\n');
-      if (last_nl == std::string_view::npos) {
-        carry.assign(chunk);
-        continue;
-      }
-      scan(chunk.substr(0, last_nl + 1));
-      carry.assign(chunk.substr(last_nl + 1));
+      feed(std::string_view(buf.data(), static_cast<size_t>(n)), carry);
     }
     if (!carry.empty()) line(carry);
     close(fd);
-    for (auto& [r, p] : parsers_) p->finish();
+    finish();
   }
 
-  void collect(std::map<int, std::vector<Event>>& by_rank) {
-    for (auto& [r, p] : parsers_)
-      for (auto& e : p->events()) by_rank[e.rank].push_back(std::move(e));
+  void run_text(std::string_view text) {
+    std::string carry;
+    feed(text, carry);
+    if (!carry.empty()) line(carry);
+    finish();
+  }
+
+  // A file named for a rank that turns out to be a launcher's or a node's console (a launcher
+  // reports on its processes, or several ranks' prefixes appear) does not belong to that rank.
+  void collect(std::vector<Event>& out, const Facts& facts) {
+    bool console = tagged_.size() >= 2 || std::any_of(facts.reports.begin(), facts.reports.end(),
+                                                      [](const ProcessReport& r) {
+                                                        return r.text.rfind("shell: ", 0) != 0;
+                                                      });
+    for (auto& [key, p] : parsers_)
+      for (auto& e : p->events()) {
+        if (console && e.origin.rank_from == "file name") {
+          e.origin.rank.reset();
+          e.origin.rank_from.clear();
+        }
+        out.push_back(std::move(e));
+      }
   }
 
  private:
+  void feed(std::string_view chunk, std::string& carry) {
+    if (!carry.empty()) {
+      size_t nl = chunk.find('\n');
+      if (nl == std::string_view::npos) {
+        carry.append(chunk);
+        if (carry.size() > (4 << 20)) carry.resize(4 << 20);  // one absurd line
+        return;
+      }
+      carry.append(chunk.substr(0, nl));
+      line(carry);
+      carry.clear();
+      chunk.remove_prefix(nl + 1);
+    }
+    size_t last_nl = chunk.rfind('\n');
+    if (last_nl == std::string_view::npos) {
+      carry.assign(chunk);
+      return;
+    }
+    scan(chunk.substr(0, last_nl + 1));
+    carry.assign(chunk.substr(last_nl + 1));
+  }
+
+  void finish() {
+    for (auto& [key, p] : parsers_) p->finish();
+  }
+
   bool all_idle() const {
-    for (const auto& [r, p] : parsers_)
+    if (!facts_.idle()) return false;
+    for (const auto& [key, p] : parsers_)
       if (!p->idle()) return false;
     return true;
   }
@@ -123,6 +131,7 @@ class Reader {
         size_t at = static_cast<size_t>(match.data() - text.data());
         size_t start = text.rfind('\n', at);
         start = start == std::string_view::npos || start < pos ? pos : start + 1;
+        if (start > pos) remember_previous(text, start);
         skip(text, pos, start);
         pos = start;
       }
@@ -130,6 +139,13 @@ class Reader {
       line(text.substr(pos, nl - pos));
       pos = nl + 1;
     }
+  }
+
+  // The physical line before `start`, for the hygiene's repeated-prefix check.
+  void remember_previous(std::string_view text, size_t start) {
+    size_t from = start >= 2 ? text.rfind('\n', start - 2) : std::string_view::npos;
+    from = from == std::string_view::npos ? 0 : from + 1;
+    previous_.assign(text.substr(from, std::min<size_t>(start - 1 - from, 512)));
   }
 
   // Skipped text: line numbers matter only to index capture times; without them the byte
@@ -143,36 +159,78 @@ class Reader {
 
   void line(std::string_view text) {
     offset_ += static_cast<long long>(text.size()) + 1;
-    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
     double t = lineno_ < static_cast<long long>(times_.size())
                    ? times_[static_cast<size_t>(lineno_)]
                    : -1.0;
-    int rank = log_.rank;
-    std::string_view rest = text;
-    int prefixed = -1;
-    if (split_prefix(text, prefixed, rest)) rank = prefixed;
-    parser(rank).line(rest, t, times_.empty() ? offset_ : lineno_);
+    long long order = times_.empty() ? offset_ : lineno_;
+    clean_.clear();
+    cleaner_.clean(text, previous_, clean_);
+    for (const auto& l : clean_) logical(l, t, order);
+    previous_.assign(text.substr(0, 512));
     ++lineno_;
   }
 
-  StreamParser& parser(int rank) {
-    auto& p = parsers_[rank];
-    if (!p) p = std::make_unique<StreamParser>(rank, log_.path, library_);
+  void logical(const CleanLine& l, double t, long long order) {
+    Origin origin = origin_of(l);
+    facts_.line(l, origin, order);
+    // c10d prefixes only the first line of a multi-line message: unprefixed lines right after a
+    // prefixed block's start continue that block.
+    bool untagged = !l.rank && !l.local_rank && !l.pid;
+    bool continues = untagged && last_ && last_tagged_parser_ && last_->in_block();
+    StreamParser& p = continues ? *last_ : parser(l, origin);
+    last_ = &p;
+    last_tagged_parser_ = !untagged || continues;
+    if (!l.rank && !l.local_rank && !l.pid) p.set_near_rank(last_tagged_);
+    if (l.rank) {
+      last_tagged_ = l.rank;
+      if (tagged_.size() < 64) tagged_.insert(*l.rank);
+    }
+    p.line(l, t, order);
+  }
+
+  Origin origin_of(const CleanLine& l) const {
+    Origin o;
+    o.pid = l.pid;
+    if (l.rank) {
+      o.rank = l.rank, o.rank_from = "prefix";
+    } else if (l.local_rank) {
+      o.local_rank = l.local_rank;
+    } else if (log_.rank) {
+      o.rank = log_.rank, o.rank_from = "file name";
+    }
+    return o;
+  }
+
+  StreamParser& parser(const CleanLine& l, const Origin& origin) {
+    std::string key = l.rank         ? "r" + std::to_string(*l.rank)
+                      : l.local_rank ? "l" + std::to_string(*l.local_rank)
+                      : l.pid        ? "p" + std::to_string(l.pid)
+                                     : "-";
+    auto& p = parsers_[key];
+    if (!p) p = std::make_unique<StreamParser>(origin, log_.path, library_);
     return *p;
   }
 
   const LogInput& log_;
   const std::vector<std::string>& library_;
+  FactReader facts_;
+  LineCleaner cleaner_;
+  std::vector<CleanLine> clean_;
+  std::string previous_;
   std::vector<float> times_;
-  std::map<int, std::unique_ptr<StreamParser>> parsers_;
+  std::map<std::string, std::unique_ptr<StreamParser>> parsers_;
+  std::optional<int> last_tagged_;
+  StreamParser* last_ = nullptr;     // the parser of the previous logical line
+  bool last_tagged_parser_ = false;  // ... and whether it is a prefixed process's
+  std::set<int> tagged_;
   long long lineno_ = 0;
   long long offset_ = 0;
 };
 
 // torchrun's error.json: {"message": {"message": "Type: msg", "extraInfo": {"py_callstack": ...,
 // "timestamp": ...}}}
-void read_error_file(const std::string& path, int rank, const std::vector<std::string>& library,
-                     std::map<int, std::vector<Event>>& by_rank) {
+void read_error_file(const std::string& path, std::optional<int> rank,
+                     const std::vector<std::string>& library, std::vector<Event>& out) {
   std::ifstream in(path);
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.contains("message")) return;
@@ -188,43 +246,71 @@ void read_error_file(const std::string& path, int rank, const std::vector<std::s
       timestamp = ts.is_string() ? ts.get<std::string>() : ts.is_number() ? ts.dump() : "";
     }
   }
-  StreamParser p(rank, path, library);
-  long long order = 0;
   double t = -1;
   try {
     if (!timestamp.empty()) t = std::stod(timestamp);
   } catch (const std::exception&) {
   }
-  for (const auto& l : split(stack.empty() ? text : stack, '\n')) p.line(l, t, order++);
-  p.finish();
-  for (auto& e : p.events()) {
-    if (e.kind != EventKind::Error) continue;
-    e.source = path;
-    by_rank[rank].push_back(e);
-    return;
+  Origin origin;
+  origin.rank = rank;
+  if (rank) origin.rank_from = "error file";
+  StreamParser p(origin, path, library);
+  long long order = 0;
+  for (const auto& l : split(stack.empty() ? text : stack, '\n')) {
+    CleanLine cl;
+    cl.text = l;
+    p.line(cl, t, order++);
   }
+  p.finish();
+  for (auto& e : p.events())
+    if (e.kind == EventKind::Error) {
+      e.time = t;  // torchrun orders failures by this timestamp (seconds)
+      out.push_back(std::move(e));
+      return;
+    }
   Event e;
-  e.rank = rank;
+  e.origin = origin;
   e.time = t;
   size_t colon = text.find(": ");
   e.exception = colon == std::string::npos ? "" : text.substr(0, colon);
   e.message = colon == std::string::npos ? text : text.substr(colon + 2);
   e.category = classify_exception(e.exception, e.message);
   e.source = path;
-  by_rank[rank].push_back(e);
+  out.push_back(std::move(e));
 }
 
 }  // namespace
 
-void read_logs(const DiagnosisInput& input, std::map<int, std::vector<Event>>& by_rank) {
+Evidence read_inputs(const DiagnosisInput& input) {
+  Evidence ev;
   for (const auto& log : input.logs) {
-    Reader r(log, input.library_patterns);
-    r.run();
-    r.collect(by_rank);
+    Facts facts;
+    Reader r(log, input.library_patterns, facts);
+    r.run_file();
+    r.collect(ev.events, facts);
+    ev.facts.merge(std::move(facts));
   }
   for (size_t i = 0; i < input.error_files.size(); ++i)
     read_error_file(input.error_files[i], input.error_file_ranks[i], input.library_patterns,
-                    by_rank);
+                    ev.events);
+  for (const auto& dump : input.flight_recorder)
+    read_flight_recorder(dump.path, dump.rank, input.library_patterns, ev.facts);
+  for (const auto& trace : input.agent_traces) read_agent_trace(trace, ev.facts);
+  return ev;
+}
+
+Evidence read_log_text(const std::string& text, std::optional<int> rank) {
+  Evidence ev;
+  LogInput log;
+  log.rank = rank;
+  log.path = "<text>";
+  std::vector<std::string> library;
+  Facts facts;
+  Reader r(log, library, facts);
+  r.run_text(text);
+  r.collect(ev.events, facts);
+  ev.facts.merge(std::move(facts));
+  return ev;
 }
 
 }  // namespace ddpbisect

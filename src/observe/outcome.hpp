@@ -48,7 +48,7 @@ struct ResourceFault {
 struct TrialOutcome {
   std::string dir;
   TrialStatus status = TrialStatus::Infra;
-  int interrupt_signal = 0;  // status Interrupted: SIGINT or SIGTERM
+  int interrupt_signal = 0;  // status Interrupted: SIGINT or SIGTERM; 0 when cancelled
   std::string reason;        // one line for humans
   StopReason stop = StopReason::None;  // what ended the trial, when ddpbisect did
   std::optional<ResourceFault> resource;

@@ -5,7 +5,8 @@ namespace ddpbisect {
 namespace {
 constexpr StopReason kReasons[] = {StopReason::EarlyStop,    StopReason::Hang,
                                    StopReason::Timeout,      StopReason::Interrupt,
-                                   StopReason::StartFailure, StopReason::ResourceLimit};
+                                   StopReason::Cancel,       StopReason::StartFailure,
+                                   StopReason::ResourceLimit};
 }
 
 const char* to_string(StopReason reason) {
@@ -20,6 +21,8 @@ const char* to_string(StopReason reason) {
       return "timeout";
     case StopReason::Interrupt:
       return "interrupt";
+    case StopReason::Cancel:
+      return "cancel";
     case StopReason::StartFailure:
       return "start_failure";
     case StopReason::ResourceLimit:
@@ -63,14 +66,15 @@ StopDecision StopPolicy::decide(const StopInputs& in) {
   // Stops that cannot wait: they win over a stop already under way, once each.
   if (in.interrupted && reason_ != StopReason::Interrupt)
     return stop(StopAction::KillAll, StopReason::Interrupt, in.t);
+  if (in.cancelled && reason_ != StopReason::Interrupt && reason_ != StopReason::Cancel)
+    return stop(StopAction::KillAll, StopReason::Cancel, in.t);
   if (killed_) return {};
   if (start_failed_) return stop(StopAction::KillAll, StopReason::StartFailure, in.t);
   if (in.resource_exceeded) return stop(StopAction::KillAll, StopReason::ResourceLimit, in.t);
   if (reason_ == StopReason::None) {
     // Once a rank has failed, the others' silence is its consequence: the grace period owns it.
     if (!grace_until_ && in.hung) return stop(StopAction::RequestStacks, StopReason::Hang, in.t);
-    if (in.t > limits_.timeout_s)
-      return stop(StopAction::RequestStacks, StopReason::Timeout, in.t);
+    if (in.t > limits_.timeout_s) return stop(StopAction::RequestStacks, StopReason::Timeout, in.t);
     if (grace_until_ && in.t >= *grace_until_)
       return stop(StopAction::RequestStacks, StopReason::EarlyStop, in.t);
     return {};

@@ -1,8 +1,8 @@
 // When a trial stops, as a pure function of time and what was observed: a failure starts the
 // grace period (limits.grace) after which the survivors are stopped; a hang or the trial
 // timeout asks every rank for its stack, then kills after a short wait for the dumps; an
-// interrupt, a start failure or an exceeded resource limit kills at once. The trial runner
-// feeds it and carries out its decisions; it never looks at a clock or a process itself.
+// interrupt, a cancellation, a start failure or an exceeded resource limit kills at once. The trial
+// runner feeds it and carries out its decisions; it never looks at a clock or a process itself.
 #pragma once
 
 #include <optional>
@@ -11,7 +11,16 @@
 namespace ddpbisect {
 
 // Why ddpbisect stopped a trial (and its ranks): spelled in outcome.json's killed_by.
-enum class StopReason { None, EarlyStop, Hang, Timeout, Interrupt, StartFailure, ResourceLimit };
+enum class StopReason {
+  None,
+  EarlyStop,
+  Hang,
+  Timeout,
+  Interrupt,
+  Cancel,  // the reducer no longer needs the trial's answer (TrialRequest::cancelled)
+  StartFailure,
+  ResourceLimit
+};
 const char* to_string(StopReason reason);  // "" for None, else "early_stop", "hang", ...
 std::optional<StopReason> parse_stop_reason(std::string_view text);
 
@@ -23,8 +32,8 @@ struct StopDecision {
 };
 
 struct StopLimits {
-  double grace_s = 0;      // after the first failure, before the others are stopped
-  double timeout_s = 0;    // limits.trial_timeout
+  double grace_s = 0;        // after the first failure, before the others are stopped
+  double timeout_s = 0;      // limits.trial_timeout
   double dump_wait_s = 1.5;  // between the stack request and the kill
 };
 
@@ -34,6 +43,7 @@ struct StopInputs {
   bool hung = false;               // the hang detector's verdict
   bool interrupted = false;        // SIGINT/SIGTERM reached the driver
   bool resource_exceeded = false;  // limits.memory / limits.max_procs hit
+  bool cancelled = false;          // the reducer cancelled the trial
 };
 
 class StopPolicy {

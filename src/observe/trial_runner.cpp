@@ -9,6 +9,7 @@
 
 #include "common/duration.hpp"
 #include "common/interrupt.hpp"
+#include "common/output.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/cgroup.hpp"
 #include "launch/ports.hpp"
@@ -37,6 +38,7 @@ TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
   s.place.master_port = pick_free_port(s.place.master_addr);
   s.place.token = random_token();
   s.place.extra_env = req.extra_env;
+  s.cancelled = req.cancelled;
   // DDPBISECT_FLIGHT_RECORDER=1 (a hang's debug rerun, or the spec's env): the Flight
   // Recorder's dumps go to <trial>/fr.
   auto asked = [&](const std::map<std::string, std::string>& env) {
@@ -48,7 +50,7 @@ TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
     fs::create_directories(fr);
     for (const auto& [k, v] : flight_recorder_env(fr)) s.place.extra_env.emplace(k, v);
   }
-  std::ofstream(s.place.config_path) << rank_config_json(spec, req.config).dump(2) << "\n";
+  write_file_atomically(s.place.config_path, rank_config_json(spec, req.config).dump(2) + "\n");
   s.slots = plan_ranks(spec, req.config, s.place);
   s.processes = s.launcher->wrap(s.slots);
   s.cgroup = TrialCgroup::create("ddpbisect-" + s.place.token,
@@ -134,7 +136,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
   setup.cgroup.remove();
   reap_orphans();
   watch.finish(out);
-  out.interrupt_signal = interrupt_signal();
+  out.interrupt_signal = out.stop == StopReason::Cancel ? 0 : interrupt_signal();
   end.timeout_text = format_duration(spec.limits.trial_timeout);
   Verdict v = judge_trial(out, end);
   if (v.status == TrialStatus::Fail) {
@@ -143,7 +145,9 @@ TrialOutcome run_trial(const TrialRequest& req) {
   }
   out.status = v.status;
   out.reason = v.reason;
-  std::ofstream(fs::path(req.dir) / "outcome.json") << out.to_json().dump(2) << "\n";
+  // Whole or not at all: a driver killed here leaves no half outcome.json.
+  write_file_atomically((fs::path(req.dir) / "outcome.json").string(),
+                        out.to_json().dump(2) + "\n");
   remove_live_record(req.dir);
   return out;
 }

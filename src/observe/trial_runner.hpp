@@ -3,7 +3,9 @@
 // process, and records it all in <dir>/outcome.json.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "launch/launcher.hpp"
@@ -20,6 +22,9 @@ struct TrialRequest {
   std::map<std::string, std::string> extra_env;
   // Built once per reduction and shared by its trials; null: the runner makes the spec's own.
   std::shared_ptr<const Launcher> launcher = nullptr;
+  // Polled while the ranks run: true stops the trial (every rank killed and reaped) and it
+  // returns Interrupted with interrupt_signal 0. The reducer cancels speculative trials with it.
+  std::function<bool()> cancelled = nullptr;
 };
 
 TrialOutcome run_trial(const TrialRequest& request);

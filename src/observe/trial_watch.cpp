@@ -385,7 +385,9 @@ void TrialWatch::watch(RankSet& set) {
     for (size_t i : ev.exited) on_exit(i, set.status(i));
     sample(set);
     const double now = t();
-    StopDecision d = policy_.decide({now, hang_.hung(now), ev.stopped, resource_exceeded(now)});
+    const bool cancelled = setup_.cancelled && setup_.cancelled();
+    StopDecision d =
+        policy_.decide({now, hang_.hung(now), ev.stopped, resource_exceeded(now), cancelled});
     if (d.action == StopAction::RequestStacks) request_stacks(set, d.reason);
     if (d.action == StopAction::KillAll) kill_all(set, d.reason);
   }

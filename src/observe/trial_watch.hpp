@@ -4,6 +4,7 @@
 // out: stack requests (py-spy or a signal) and kills. Times are seconds since the trial started.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,7 +29,8 @@ struct TrialSetup {
   TrialPlace place;
   std::vector<RankSlot> slots;
   std::vector<ProcessSpec> processes;
-  TrialCgroup cgroup;  // every process of the trial on this machine, killed as one
+  TrialCgroup cgroup;               // every process of the trial on this machine, killed as one
+  std::function<bool()> cancelled;  // the reducer no longer needs the answer (may be null)
 };
 
 class TrialWatch {

@@ -9,7 +9,8 @@ namespace {
 std::string failed_rank_reason(const TrialOutcome& out) {
   for (const auto& r : out.ranks) {
     if (!out.first_failure_rank || r.rank != *out.first_failure_rank) continue;
-    if (r.signal) return "rank " + std::to_string(r.rank) + " was killed by " + signal_name(r.signal);
+    if (r.signal)
+      return "rank " + std::to_string(r.rank) + " was killed by " + signal_name(r.signal);
     return "rank " + std::to_string(r.rank) + " exited with code " + std::to_string(r.exit_code);
   }
   return "a rank failed";
@@ -21,9 +22,12 @@ Verdict judge_trial(const TrialOutcome& out, const TrialEnd& end) {
   if (out.stop == StopReason::Interrupt)
     return {TrialStatus::Interrupted,
             "interrupted by " + std::string(signal_name(out.interrupt_signal))};
+  if (out.stop == StopReason::Cancel)  // interrupt_signal 0: stopped, never judged
+    return {TrialStatus::Interrupted, "cancelled: the reducer no longer needed its answer"};
   if (!end.start_error.empty()) return {TrialStatus::Infra, end.start_error};
   if (out.resource)
-    return {TrialStatus::Fail, "resource limit: " + out.resource->limit + " " + out.resource->detail};
+    return {TrialStatus::Fail,
+            "resource limit: " + out.resource->limit + " " + out.resource->detail};
   if (out.port_clash)
     return {TrialStatus::Infra, "MASTER_PORT " + std::to_string(out.master_port) +
                                     " was taken (address already in use)"};
@@ -43,14 +47,17 @@ Verdict refine_verdict(const Verdict& verdict, const Diagnosis& d) {
   if (d.root.category == "infra")
     return {TrialStatus::Infra, "infrastructure: " + d.root.message.substr(0, 200)};
   if (d.root.category == "resource_limit") return verdict;
-  return {TrialStatus::Fail, "rank " + std::to_string(d.root.rank) + ": " + d.signature.to_string()};
+  return {TrialStatus::Fail, rank_words(d.root.origin.rank) + ": " + d.signature.to_string()};
 }
 
 Diagnosis resource_limit_diagnosis(const ResourceFault& fault, Diagnosis d) {
   d.failed = true;
   d.root = Event{};
   d.root.kind = EventKind::Exit;
-  d.root.rank = fault.rank;
+  if (fault.rank >= 0) {
+    d.root.origin.rank = fault.rank;
+    d.root.origin.rank_from = "limits";
+  }
   d.root.category = "resource_limit";
   d.root.exception = fault.limit;
   d.root.message = "the trial's processes reached " + fault.limit + " " + fault.detail;

@@ -1,8 +1,8 @@
 // `ddpbisect doctor`: the pre-flight checklist. A single-process sanity run of the workload; on
-// every node of the largest stage (through the spec's launcher) the node probe (node_probe.hpp);
-// an all-reduce probe over Gloo across the stage's topology (the worker's DDPBISECT_PROBE); the
-// native NCCL probe on nodes with GPUs. Findings are pass / warn / fail, each with the fix to try,
-// differences between nodes first.
+// every node of the largest stage (through the spec's launcher) the node probe (node_probe.hpp)
+// and what it says (node_findings.hpp, one function per check), the clocks (clock.hpp); the
+// all-reduce probes over Gloo and NCCL (comm_probe.hpp). Findings are fail / warn / pass / skip,
+// each with the fix to try, differences between nodes first.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "probe/finding.hpp"
+#include "probe/node_findings.hpp"
 #include "spec/spec.hpp"
 
 namespace ddpbisect {
@@ -29,13 +30,5 @@ struct DoctorResult {
 };
 
 DoctorResult run_doctor(const Spec& spec, const DoctorOptions& options);
-
-// The findings about nodes alone (pure: unit-testable without running anything). `reports[i]`
-// is node i's probe JSON (null when the probe did not run); `driver_offsets[i]` its clock minus
-// the driver's; `master` the master probe's JSON.
-std::vector<Finding> node_findings(const std::vector<nlohmann::json>& reports,
-                                   const std::vector<double>& driver_offsets,
-                                   const nlohmann::json& master, const std::string& master_addr,
-                                   int master_port, bool fixed_port, const Stage& stage);
 
 }  // namespace ddpbisect

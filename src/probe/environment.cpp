@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -48,12 +49,51 @@ json last_json_line(const std::string& out) {
 
 }  // namespace
 
+namespace {
+
+// `name` as the shell would find it on PATH; "" when it is not there.
+std::string on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  for (const auto& dir : split(path ? path : "", ':')) {
+    fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+    if (access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+// The Python a script's "#!" line names (torchrun, accelerate, train.py): "/venv/bin/python3",
+// or "python3" for "#!/usr/bin/env python3"; "" when the line names no Python.
+std::string shebang_python(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!std::getline(in, line) || !starts_with(line, "#!")) return "";
+  std::vector<std::string> words;
+  for (auto& w : split(std::string(trim(line.substr(2))), ' '))
+    if (!w.empty()) words.push_back(w);
+  if (!words.empty() && fs::path(words[0]).filename() == "env") words.erase(words.begin());
+  if (!words.empty() && starts_with(words[0], "-")) words.erase(words.begin());  // env -S
+  if (words.empty() || !starts_with(fs::path(words[0]).filename().string(), "python")) return "";
+  return words[0];
+}
+
+}  // namespace
+
 std::string workload_python(const Spec& spec) {
   if (spec.command && !spec.command->argv.empty()) {
     const std::string& a0 = spec.command->argv[0];
-    if (starts_with(fs::path(a0).filename().string(), "python")) return a0;
+    if (starts_with(fs::path(a0).filename().string(), "python")) {
+      std::string found = on_path(a0);
+      return found.empty() ? a0 : found;
+    }
+    std::string program = on_path(a0);
+    if (!program.empty() && fs::path(program).is_relative())
+      program = (fs::path(spec.command->cwd) / program).string();
+    if (std::string py = shebang_python(program); !py.empty()) return py;
   }
-  return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  // The built-in worker, or a program that is not Python: the Python users run, first on PATH.
+  if (std::string py = on_path("python3"); !py.empty()) return py;
+  return "/usr/bin/python3";
 }
 
 json collect_environment(const std::string& python) {
@@ -82,6 +122,21 @@ json collect_environment(const std::string& python) {
                        std::string(trim(out.substr(0, 300)));
   else if (py.contains("torch_error"))
     j["probe_error"] = py["torch_error"];
+
+  // What a PyTorch issue asks for, as `python -m torch.utils.collect_env` prints it (its main()
+  // prints get_pretty_env_info() after one line of its own).
+  std::string text;
+  auto quiet = env;
+  quiet["PYTHONWARNINGS"] = "ignore";
+  ProcessSpec ce{{python, "-c",
+                  "from torch.utils import collect_env\nprint(collect_env.get_pretty_env_info())"},
+                 quiet,
+                 ""};
+  int ce_rc = run_capture(ce, 180, text, 1 << 20, interrupted);
+  j["collect_env"] = ce_rc == 0 ? json(redact_value("", text)) : json(nullptr);
+  if (ce_rc != 0)
+    j["collect_env_error"] = "`" + python + " -m torch.utils.collect_env` exited " +
+                             std::to_string(ce_rc) + ": " + std::string(trim(text.substr(0, 300)));
 
   // The GPU driver comes from nvidia-smi, when there is one.
   j["gpu_driver"] = nullptr;

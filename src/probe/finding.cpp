@@ -14,6 +14,8 @@ const char* to_string(FindingStatus status) {
       return "warn";
     case FindingStatus::Pass:
       return "pass";
+    case FindingStatus::Skip:
+      return "skip";
   }
   return "fail";
 }

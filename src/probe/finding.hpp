@@ -1,4 +1,5 @@
-// A finding of `doctor`: pass / warn / fail, what was checked, on which node, and the fix to try.
+// A finding of `doctor`: fail / warn / pass / skip (a check that does not apply here, such as
+// NCCL without a GPU), what was checked, on which node, and the fix to try.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,8 +8,8 @@
 
 namespace ddpbisect {
 
-enum class FindingStatus { Fail, Warn, Pass };  // in this order in the sorted findings
-const char* to_string(FindingStatus status);      // fail | warn | pass
+enum class FindingStatus { Fail, Warn, Pass, Skip };  // in this order in the sorted findings
+const char* to_string(FindingStatus status);          // fail | warn | pass | skip
 
 struct Finding {
   FindingStatus status = FindingStatus::Pass;
@@ -20,7 +21,7 @@ struct Finding {
   nlohmann::json to_json() const;
 };
 
-// Differences between nodes first, then fail, warn, pass; stable otherwise.
+// Differences between nodes first, then fail, warn, pass, skip; stable otherwise.
 void sort_findings(std::vector<Finding>& findings);
 
 }  // namespace ddpbisect

@@ -24,17 +24,18 @@ ItemSet without(const ItemSet& items, const ItemSet& chunk) {
   return out;
 }
 
-int first_true(const std::vector<bool>& v) {
-  for (size_t i = 0; i < v.size(); ++i)
-    if (v[i]) return static_cast<int>(i);
+// The first interesting candidate, in order.
+int first_true(const std::vector<ItemSet>& candidates, const Test& test) {
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (test(candidates[i])) return static_cast<int>(i);
   return -1;
 }
 }  // namespace
 
-ItemSet ddmin(const ItemSet& input, const BatchTest& test, bool try_empty, bool complement_first) {
+ItemSet ddmin(const ItemSet& input, const Test& test, bool try_empty, bool complement_first) {
   ItemSet items = input;
   if (items.empty()) return items;
-  if (try_empty && test({ItemSet{}})[0]) return {};
+  if (try_empty && test(ItemSet{})) return {};
   size_t n = 2;
   while (items.size() >= 2) {
     n = std::min(n, items.size());
@@ -42,14 +43,14 @@ ItemSet ddmin(const ItemSet& input, const BatchTest& test, bool try_empty, bool 
     std::vector<ItemSet> complements;
     for (const auto& c : chunks) complements.push_back(without(items, c));
     auto try_subsets = [&] {
-      int hit = first_true(test(chunks));
+      int hit = first_true(chunks, test);
       if (hit < 0) return false;
       items = chunks[static_cast<size_t>(hit)];
       n = 2;
       return true;
     };
     auto try_complements = [&] {
-      int hit = first_true(test(complements));
+      int hit = first_true(complements, test);
       if (hit < 0) return false;
       items = complements[static_cast<size_t>(hit)];
       n = std::max<size_t>(n - 1, 2);
@@ -62,7 +63,7 @@ ItemSet ddmin(const ItemSet& input, const BatchTest& test, bool try_empty, bool 
     if (n >= items.size()) break;  // 1-minimal: no single item can go
     n = std::min(items.size(), 2 * n);
   }
-  if (items.size() == 1 && !try_empty && test({ItemSet{}})[0]) return {};
+  if (items.size() == 1 && !try_empty && test(ItemSet{})) return {};
   return items;
 }
 

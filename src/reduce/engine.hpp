@@ -1,6 +1,8 @@
 // The generic reduction engine. It knows nothing about what is reduced: a set of items (indices
 // into the dimension's list) or an integer, and a test that says whether a candidate is still
-// interesting. Passes (passes/*.cpp) map their dimension onto these.
+// interesting. Passes (passes/*.cpp) map their dimension onto these. Each algorithm asks one
+// question at a time and depends only on the answers, so run_search (search.hpp) can run it
+// with speculation.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +12,13 @@
 namespace ddpbisect {
 
 using ItemSet = std::vector<size_t>;  // ascending indices into a dimension's items
-// Tests candidates in order; returns one verdict per candidate. May run them concurrently, and may
-// stop after the first interesting one (later verdicts are then false).
-using BatchTest = std::function<std::vector<bool>(const std::vector<ItemSet>&)>;
 using Test = std::function<bool(const ItemSet&)>;
 
 // Delta debugging (Zeller's ddmin): a 1-minimal subset of `items` that is still interesting,
 // given that `items` itself is. Tries the empty set first when `try_empty`. Complement-first (the
 // default, as in picire) tries removing each chunk before keeping one; the textbook order
 // (Zeller and Hildebrandt 2002) tries each chunk alone first.
-ItemSet ddmin(const ItemSet& items, const BatchTest& test, bool try_empty,
+ItemSet ddmin(const ItemSet& items, const Test& test, bool try_empty,
               bool complement_first = true);
 
 // Finds the culprits one at a time by binary search over prefixes: each costs about log2(n)

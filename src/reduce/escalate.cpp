@@ -5,32 +5,30 @@
 
 namespace ddpbisect {
 
+namespace {
+
 constexpr int kExtraRuns = 3;
 
-Escalation escalate(const Spec& spec, Oracle& oracle, const Signature* wanted) {
+struct Climb {
+  const Spec& spec;
+  Oracle& oracle;
+  const EscalationOptions& opt;
   Escalation e;
-  std::vector<std::pair<std::string, TrialConfig>> plan;
-  for (const auto& stage : spec.stages) {
-    TrialConfig full = initial_config(spec, stage);
-    TrialConfig cheap = cheap_variant(full);
-    if (cheap.canonical() != full.canonical()) plan.push_back({stage.name, cheap});
-    plan.push_back({stage.name, full});
-  }
-  // A flaky failure can hide from one climb: the full job gets kExtraRuns more chances.
-  for (int i = 0; i < kExtraRuns; ++i) plan.push_back(plan.back());
   const TrialConfig* masked = nullptr;  // the last configuration that failed differently
   std::string masked_stage;
-  auto attempt = [&](const std::string& stage_name, const TrialConfig& c) {
+
+  // One trial: is it the target?
+  bool attempt(const std::string& stage_name, const TrialConfig& c) {
     RunRecord r = oracle.run(c);
     const MatchSpec& m = spec.match;
     const bool failed = r.status == TrialStatus::Fail;
-    bool target = failed && r.signature &&
-                  matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
-                                 *r.signature) &&
-                  (!wanted || same_failure(*wanted, *r.signature, m.level, m.regex, r.text));
-    e.tried.push_back({c, failed && !target ? "fail (a different failure: " +
-                                                  (r.signature ? r.signature->to_string() : "?") +
-                                                  ")"
+    const bool target =
+        failed && r.signature &&
+        matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
+                       *r.signature) &&
+        (!opt.wanted || same_failure(*opt.wanted, *r.signature, m.level, m.regex, r.text));
+    const std::string other = r.signature ? r.signature->to_string() : "?";
+    e.tried.push_back({c, failed && !target ? "fail (a different failure: " + other + ")"
                                             : std::string(to_string(r.status))});
     if (failed && !target) {
       masked = &c;
@@ -43,13 +41,12 @@ Escalation escalate(const Spec& spec, Oracle& oracle, const Signature* wanted) {
       e.found = true;
     }
     return target;
-  };
-  for (const auto& [stage_name, c] : plan)
-    if (attempt(stage_name, c)) return e;
+  }
+
   // --from-logs: another failure may fire first and mask the user's. Unmask on the last
   // configuration that failed differently: all features off, all components off, then each one
   // off alone (at most 2 + features + components trials).
-  if (wanted && masked) {
+  void unmask() {
     const TrialConfig base = *masked;
     const std::string stage = masked_stage;
     std::vector<TrialConfig> variants;
@@ -71,9 +68,47 @@ Escalation escalate(const Spec& spec, Oracle& oracle, const Signature* wanted) {
     }
     std::set<std::string> seen = {base.canonical()};
     for (const auto& v : variants)
-      if (seen.insert(v.canonical()).second && attempt(stage, v)) return e;
+      if (seen.insert(v.canonical()).second && attempt(stage, v)) return;
   }
-  return e;
+};
+
+}  // namespace
+
+bool worth_a_cheap_trial(const TrialConfig& cheap, const TrialConfig& full) {
+  if (cheap.canonical() == full.canonical()) return false;
+  const int64_t steps = full.param("steps", 0);
+  const bool fewer_steps = steps > 0 && 2 * cheap.param("steps", steps) <= steps;
+  const bool fewer_samples = 2 * cheap.samples.size() <= full.samples.size();
+  return fewer_steps || fewer_samples;
+}
+
+size_t first_stage(const Spec& spec, const EscalationOptions& opt) {
+  for (size_t i = 0; i < spec.stages.size(); ++i) {
+    if (!opt.start_stage.empty() && spec.stages[i].name == opt.start_stage) return i;
+    if (opt.start_stage.empty() && opt.seen_world_size > 0 &&
+        spec.stages[i].world_size() >= opt.seen_world_size)
+      return i;
+  }
+  // Unknown or larger than every stage: climb from the bottom.
+  return 0;
+}
+
+Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& opt) {
+  std::vector<std::pair<std::string, TrialConfig>> plan;
+  for (size_t i = first_stage(spec, opt); i < spec.stages.size(); ++i) {
+    const Stage& stage = spec.stages[i];
+    TrialConfig full = initial_config(spec, stage);
+    TrialConfig cheap = cheap_variant(full);
+    if (worth_a_cheap_trial(cheap, full)) plan.push_back({stage.name, cheap});
+    plan.push_back({stage.name, full});
+  }
+  // A flaky failure can hide from one climb: the full job gets kExtraRuns more chances.
+  for (int i = 0; i < kExtraRuns; ++i) plan.push_back(plan.back());
+  Climb climb{spec, oracle, opt, {}, nullptr, ""};
+  for (const auto& [stage_name, c] : plan)
+    if (climb.attempt(stage_name, c)) return climb.e;
+  if (opt.wanted && climb.masked) climb.unmask();
+  return climb.e;
 }
 
 }  // namespace ddpbisect

@@ -1,6 +1,7 @@
-// Escalation: climb the stage ladder cheapest first; within a stage try a cheap variant (fewer
-// steps, fewer samples) before the full configuration. The first failure (that a pinned
-// match.signature or --from-logs accepts) sets the target.
+// Escalation: climb the stage ladder cheapest first, from the stage where the failure was seen
+// when that is known (--from-logs, --stage); within a stage a cheap variant (fewer steps, fewer
+// samples) comes before the full configuration when it at least halves the work. The first
+// failure (that a pinned match.signature or --from-logs accepts) sets the target.
 #pragma once
 
 #include <optional>
@@ -8,6 +9,14 @@
 #include "reduce/oracle.hpp"
 
 namespace ddpbisect {
+
+struct EscalationOptions {
+  // --from-logs: only a failure that is the same as this one counts.
+  const Signature* wanted = nullptr;
+  // Where the failure was seen: stages below it are not climbed.
+  std::string start_stage;  // a stage name (--stage)
+  int seen_world_size = 0;  // ranks in the user's logs: the first stage with at least as many
+};
 
 struct Escalation {
   bool found = false;  // a stage failed with the target (then stage, config and run are set)
@@ -17,7 +26,13 @@ struct Escalation {
   std::vector<std::pair<TrialConfig, std::string>> tried;  // every configuration and its status
 };
 
-// `wanted` (from --from-logs): only a failure that is the same as this one counts.
-Escalation escalate(const Spec& spec, Oracle& oracle, const Signature* wanted = nullptr);
+Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& options = {});
+
+// Whether escalation tries `cheap` before `full`: only when it cuts the steps or the samples at
+// least in half (a trial's start-up is paid either way; a smaller cut cannot save a trial).
+bool worth_a_cheap_trial(const TrialConfig& cheap, const TrialConfig& full);
+
+// The index in spec.stages where escalation starts.
+size_t first_stage(const Spec& spec, const EscalationOptions& options);
 
 }  // namespace ddpbisect

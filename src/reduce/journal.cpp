@@ -1,46 +1,78 @@
 #include "reduce/journal.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <cerrno>
 #include <fstream>
-#include <stdexcept>
+#include <sstream>
+
+#include "common/output.hpp"
 
 namespace ddpbisect {
 
 Journal::Journal(const std::string& path, bool resume) : path_(path) {
-  if (resume) {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded()) loaded_.push_back(std::move(j));  // a torn last line is dropped
-    }
-  }
+  if (resume) load();
   fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+  if (fd_ < 0) throw OutputError(path, errno);
 }
 
 Journal::~Journal() {
   if (fd_ >= 0) close(fd_);
 }
 
+// Every complete line that holds a JSON object; a last line without its newline was torn by a
+// kill and is cut off, so that the next record starts on a line of its own.
+void Journal::load() {
+  std::ifstream in(path_, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  size_t start = 0, complete = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    if (end == std::string::npos) {
+      ++dropped_;  // torn
+      break;
+    }
+    auto j = nlohmann::json::parse(text.begin() + static_cast<long>(start),
+                                   text.begin() + static_cast<long>(end), nullptr, false);
+    if (!j.is_discarded() && j.is_object())
+      loaded_.push_back(std::move(j));
+    else if (end > start)
+      ++dropped_;
+    start = complete = end + 1;
+  }
+  if (complete < text.size() && truncate(path_.c_str(), static_cast<off_t>(complete)) != 0)
+    throw OutputError(path_, errno);
+}
+
 void Journal::append(const nlohmann::json& entry) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string line = entry.dump() + "\n";
+  const std::string line = entry.dump() + "\n";
+  struct stat st;
+  if (fstat(fd_, &st) != 0) throw OutputError(path_, errno);
   const char* p = line.data();
   size_t left = line.size();
+  int error = 0;
   while (left > 0) {
     ssize_t n = write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+      error = errno;
+      break;
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
-  fsync(fd_);
+  if (!error && fsync(fd_) != 0) error = errno;
+  if (error) {
+    // Cut off what part of the record made it: the journal stays a list of whole records.
+    const int cut = ftruncate(fd_, st.st_size);
+    (void)cut;  // if even that fails, loading drops the torn record
+    throw OutputError(path_, error);
+  }
 }
 
 }  // namespace ddpbisect

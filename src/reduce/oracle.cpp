@@ -1,56 +1,137 @@
 #include "reduce/oracle.hpp"
 
-#include <cmath>
+#include <algorithm>
+#include <cerrno>
+#include <exception>
 #include <functional>
-#include <future>
 #include <random>
 
 #include "common/interrupt.hpp"
-#include "observe/trial_runner.hpp"
+#include "common/output.hpp"
+#include "reduce/reruns.hpp"
 
 namespace ddpbisect {
 
 using nlohmann::json;
 
+struct Oracle::Landed {
+  RunRecord record;
+  int signal = 0;            // SIGINT/SIGTERM reached the trial: not judged
+  bool cancelled = false;    // stopped because its answer was no longer needed: not judged
+  std::exception_ptr error;  // the trial could not be run (our own files): rethrown
+};
+
+struct Oracle::Flight {
+  TrialConfig config;
+  std::string key;
+  int attempt = 0;
+  Env env;
+  bool question = false;  // started for interesting(): cancelled once no longer needed
+  Slot slot;
+  std::shared_ptr<const Spec> spec;          // the spec, with the slot's hosts when it has some
+  std::shared_ptr<const Launcher> launcher;  // that spec's, shared by the trials on those hosts
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::optional<Landed>> landed = std::make_shared<std::optional<Landed>>();
+  std::thread thread;
+};
+
 namespace {
-json record_json(const TrialConfig& c, const RunRecord& r) {
-  json j = {{"type", "trial"},
+
+// A failure's text as journaled; a fresh record is cut the same way, so that match.regex sees
+// the same text whether the trial ran or was replayed.
+constexpr size_t kJournaledText = 4000;
+
+// Debug reruns are keyed apart from the questions: they never answer one.
+std::string key_of(const TrialConfig& c, const Env& env) {
+  if (env.empty()) return c.canonical();
+  return "debug " + json(env).dump() + " " + c.canonical();
+}
+
+json record_json(const TrialConfig& c, const RunRecord& r, const Env& env) {
+  json j = {{"type", env.empty() ? "trial" : "debug"},
             {"key", c.canonical()},
+            {"attempt", r.attempt},
             {"config", c.to_json()},
             {"status", to_string(r.status)},
             {"last_step", r.last_step},
             {"dir", r.dir},
-            {"text", r.text.substr(0, 4000)}};
+            {"text", r.text.substr(0, kJournaledText)}};
   j["signature"] = r.signature ? r.signature->to_json() : json(nullptr);
+  if (!env.empty()) j["env"] = env;
   return j;
 }
+
+RunRecord record_from_json(const json& e) {
+  RunRecord r;
+  r.status = parse_trial_status(e.value("status", "")).value_or(TrialStatus::Infra);
+  if (e.contains("signature") && e["signature"].is_object())
+    r.signature = Signature::from_json(e["signature"]);
+  r.last_step = e.value("last_step", -1LL);
+  r.dir = e.value("dir", "");
+  r.text = e.value("text", "");
+  r.attempt = e.value("attempt", 0);
+  r.replayed = true;
+  return r;
+}
+
+RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
+  RunRecord r;
+  r.status = o.status;
+  r.dir = o.dir;
+  r.attempt = attempt;
+  // The last step the failing rank finished (the others may have run on): the steps pass cuts
+  // right after it. Without a failing rank, the furthest any rank got.
+  const int root = o.failure() ? o.diagnosis->root.rank().value_or(-1) : -1;
+  for (const auto& rk : o.ranks)
+    if (root < 0 || rk.rank == root) r.last_step = std::max(r.last_step, rk.last_step);
+  if (const Signature* failure = o.failure()) {
+    r.signature = *failure;
+    r.text = o.diagnosis->root.message;
+    for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
+    r.text.resize(std::min<size_t>(r.text.size(), kJournaledText));  // as a replay sees it
+  }
+  return r;
+}
+
 }  // namespace
 
-Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener)
+Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener,
+               TrialRunner runner)
     : spec_(spec),
       opt_(std::move(options)),
       journal_(journal),
       listener_(std::move(listener)),
-      launcher_(make_launcher(spec.launcher)) {
-  for (const auto& e : journal_.loaded()) {
-    std::string type = e.value("type", "");
-    if (type == "header") salt_ = e.value("salt", uint64_t{0});
-    if (type == "trial") {
-      RunRecord r;
-      r.status = parse_trial_status(e.value("status", "")).value_or(TrialStatus::Infra);
-      if (e.contains("signature") && e["signature"].is_object())
-        r.signature = Signature::from_json(e["signature"]);
-      r.last_step = e.value("last_step", -1LL);
-      r.dir = e.value("dir", "");
-      r.text = e.value("text", "");
-      r.replayed = true;
-      replay_[e.value("key", "")].push_back(r);
-    }
-    if (type == "elapsed") replayed_elapsed_ = e.value("elapsed_s", 0.0);
-  }
+      runner_(std::move(runner)),
+      pool_(opt_.resources ? *opt_.resources : detect_resources(spec), opt_.jobs) {
+  load(journal_.loaded());
   if (salt_ == 0) {
     salt_ = std::random_device{}() | (uint64_t{std::random_device{}()} << 32) | 1;
     journal_.append({{"type", "header"}, {"salt", salt_}, {"spec", spec.file}});
+  }
+}
+
+Oracle::~Oracle() {
+  for (auto& f : flights_) *f.cancel = true;
+  for (auto& f : flights_) f.thread.join();
+}
+
+// The journal of an earlier run: its salt, its elapsed time, and every finished trial by key and
+// attempt (journals older than the attempt field number each key's trials in order).
+void Oracle::load(const std::vector<json>& entries) {
+  for (const auto& e : entries) {
+    const std::string type = e.value("type", "");
+    if (type == "header") salt_ = e.value("salt", uint64_t{0});
+    if (type == "elapsed") replayed_elapsed_ = e.value("elapsed_s", 0.0);
+    if (type != "trial" && type != "debug") continue;
+    TrialConfig c = TrialConfig::from_json(e.value("config", json::object()));
+    Env env = type == "debug" ? e.value("env", Env{}) : Env{};
+    const std::string key = env.empty() ? e.value("key", "") : key_of(c, env);
+    auto& by_attempt = replay_[key];
+    int attempt = e.value("attempt", static_cast<int>(by_attempt.size()));
+    while (by_attempt.count(attempt)) ++attempt;  // a duplicate still counts as a finished trial
+    json entry = e;
+    entry["attempt"] = attempt;
+    by_attempt[attempt] = entry;
   }
 }
 
@@ -66,50 +147,209 @@ double Oracle::elapsed_s() const {
 }
 
 bool Oracle::exhausted() const {
-  if (opt_.max_trials && stats_.trials >= *opt_.max_trials) return true;
+  if (opt_.max_trials && stats_.trials + static_cast<int64_t>(flights_.size()) >= *opt_.max_trials)
+    return true;
   if (opt_.max_time && elapsed_s() * 1000.0 >= static_cast<double>(opt_.max_time->count()))
     return true;
   return false;
 }
 
-RunRecord Oracle::fresh_trial(const TrialConfig& config, size_t attempt_base,
-                              const std::map<std::string, std::string>& extra_env) {
-  RunRecord r;
-  for (int attempt = 0; attempt < 3;
-       ++attempt) {  // infra is retried, never counted as pass or fail
-    throw_if_interrupted();  // never start a trial after Ctrl-C
-    TrialRequest req;
-    req.spec = &spec_;
-    req.config = config;
-    req.config.seed = seed_for(config.canonical(), attempt_base * 3 + static_cast<size_t>(attempt));
-    req.dir = next_trial_dir(opt_.out_dir);
-    req.extra_env = extra_env;
-    req.launcher = launcher_;
-    TrialOutcome o = run_trial(req);
-    r.status = o.status;
-    r.dir = o.dir;
-    r.last_step = -1;
-    for (const auto& rk : o.ranks) r.last_step = std::max(r.last_step, rk.last_step);
-    if (const Signature* failure = o.failure()) {
-      r.signature = *failure;
-      r.text = o.diagnosis->root.message;
-      for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
-    }
-    if (o.status == TrialStatus::Interrupted) throw Interrupted(o.interrupt_signal);
-    if (o.status != TrialStatus::Infra) break;
-  }
-  return r;
+int Oracle::affordable(int n) const {
+  if (n <= 0 || exhausted()) return 0;
+  if (!opt_.max_trials) return n;
+  const int64_t left = *opt_.max_trials - stats_.trials - static_cast<int64_t>(flights_.size());
+  return static_cast<int>(std::clamp<int64_t>(left, 0, n));
 }
 
-void Oracle::record(const TrialConfig& config, const RunRecord& r) {
-  std::string key = config.canonical();
-  runs_[key].push_back(r);
+int Oracle::width(const TrialConfig& config) const {
+  return pool_.width(config);
+}
+
+double Oracle::interesting_odds() const {
+  return (answered_interesting_ + 1.0) / (answered_ + 2.0);
+}
+
+int Oracle::next_attempt(const std::string& key) const {
+  auto it = attempts_.find(key);
+  int a = 0;
+  if (it != attempts_.end())
+    while (it->second.count(a)) ++a;
+  return a;
+}
+
+bool Oracle::running(const std::string& key) const {
+  return std::any_of(flights_.begin(), flights_.end(),
+                     [&](const Flight& f) { return f.key == key; });
+}
+
+// Starts the next attempt of `config`: from the journal when it holds it (recorded at once),
+// else a trial on its own thread in a free slot. False when there is no slot (or, for a
+// question, no budget) left.
+bool Oracle::start(const TrialConfig& config, bool question, const Env& env) {
+  const std::string key = key_of(config, env);
+  const int attempt = next_attempt(key);
+  if (auto it = replay_.find(key); it != replay_.end() && it->second.count(attempt)) {
+    RunRecord r = record_from_json(it->second[attempt]);
+    it->second.erase(attempt);
+    attempts_[key].insert(attempt);
+    record(config, r, env);
+    return true;
+  }
+  if (question && exhausted()) return false;
+  throw_if_interrupted();  // never start a trial after Ctrl-C
+  check_space();
+  std::optional<Slot> slot = pool_.acquire(config);
+  if (!slot) return false;
+  Flight& f = flights_.emplace_back();
+  f.config = config;
+  f.key = key;
+  f.attempt = attempt;
+  f.env = env;
+  f.question = question;
+  f.slot = *slot;
+  if (slot->hosts.empty()) {
+    f.spec = std::shared_ptr<const Spec>(&spec_, [](const Spec*) {});
+  } else {
+    auto own = std::make_shared<Spec>(spec_);
+    own->launcher.hosts = slot->hosts;
+    f.spec = own;
+  }
+  f.launcher = launcher_for(*f.spec);
+  attempts_[key].insert(attempt);
+  f.thread = std::thread([this, config, key, attempt, env, slot = *slot, spec = f.spec,
+                          launcher = f.launcher, cancel = f.cancel, landed = f.landed] {
+    Landed l;
+    try {
+      l = fly(config, key, attempt, env, slot, *spec, launcher, *cancel);
+    } catch (...) {
+      l.error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      *landed = std::move(l);
+    }
+    landed_cv_.notify_all();
+  });
+  return true;
+}
+
+// On a trial thread: one trial, retried (up to three times in all) while its outcome is infra.
+Oracle::Landed Oracle::fly(const TrialConfig& config, const std::string& key, int attempt,
+                           const Env& env, const Slot& slot, const Spec& spec,
+                           std::shared_ptr<const Launcher> launcher,
+                           const std::atomic<bool>& cancel) const {
+  Landed out;
+  for (int i = 0; i < 3; ++i) {
+    if ((out.signal = interrupt_signal()) != 0) return out;
+    if ((out.cancelled = cancel.load())) return out;
+    TrialRequest req;
+    req.spec = &spec;
+    req.config = config;
+    req.config.seed = seed_for(key, static_cast<size_t>(attempt) * 3 + static_cast<size_t>(i));
+    req.dir = next_trial_dir(opt_.out_dir);
+    req.extra_env = env;
+    if (!slot.gpus.empty()) {
+      std::string ids;
+      for (const auto& g : slot.gpus) ids += (ids.empty() ? "" : ",") + g;
+      req.extra_env["CUDA_VISIBLE_DEVICES"] = ids;
+    }
+    req.cancelled = [&cancel] { return cancel.load(); };
+    req.launcher = launcher;
+    TrialOutcome o = runner_(req);
+    out.record = record_from_outcome(o, attempt);
+    if (o.status == TrialStatus::Interrupted) {
+      out.signal = o.interrupt_signal;
+      out.cancelled = o.interrupt_signal == 0;
+      return out;
+    }
+    if (o.status != TrialStatus::Infra) break;
+  }
+  return out;
+}
+
+std::shared_ptr<const Launcher> Oracle::launcher_for(const Spec& spec) {
+  auto& launcher = launchers_[spec.launcher.hosts];
+  if (!launcher) launcher = make_launcher(spec.launcher);
+  return launcher;
+}
+
+// Waits for the first trial to end and records it.
+void Oracle::await_one() {
+  std::list<Flight>::iterator done;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    landed_cv_.wait(lock, [&] {
+      for (auto it = flights_.begin(); it != flights_.end(); ++it)
+        if (it->landed->has_value()) {
+          done = it;
+          return true;
+        }
+      return false;
+    });
+  }
+  done->thread.join();
+  pool_.release(done->slot);
+  Flight f = std::move(*done);
+  flights_.erase(done);
+  land(f, **f.landed);
+}
+
+void Oracle::land(Flight& f, const Landed& l) {
+  if (l.error) abandon_all(l.error);
+  if (l.signal) stop_all(l.signal);
+  if (l.cancelled) {
+    attempts_[f.key].erase(f.attempt);  // never judged: that attempt may run again
+    return;
+  }
+  try {
+    check_space();  // on a full disk the trial's logs may be cut short: not a fair answer
+  } catch (const OutputError&) {
+    abandon_all(std::current_exception());
+  }
+  record(f.config, l.record, f.env);
+}
+
+// Ctrl-C: every trial still running sees the flag and ends; the finished ones are recorded
+// (so --resume replays them), then the interrupt goes on.
+void Oracle::stop_all(int signal) {
+  for (auto& f : flights_) {
+    f.thread.join();
+    pool_.release(f.slot);
+    const Landed& l = **f.landed;
+    if (!l.signal && !l.cancelled && !l.error) record(f.config, l.record, f.env);
+  }
+  flights_.clear();
+  throw Interrupted(signal);
+}
+
+// Our own files cannot be written: every trial still running is stopped and left unrecorded
+// (its logs may be cut short), then the error goes on.
+void Oracle::abandon_all(std::exception_ptr error) {
+  for (auto& f : flights_) *f.cancel = true;
+  for (auto& f : flights_) {
+    f.thread.join();
+    pool_.release(f.slot);
+  }
+  flights_.clear();
+  std::rethrow_exception(error);
+}
+
+void Oracle::check_space() const {
+  const long long free = free_bytes(opt_.out_dir);
+  if (free >= 0 && static_cast<unsigned long long>(free) < kMinFreeBytes)
+    throw OutputError(opt_.out_dir, ENOSPC);
+}
+
+void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& env) {
+  runs_[key_of(config, env)].push_back(r);
   if (r.replayed) {
     ++stats_.replayed;
   } else {
     count(r);
-    journal_.append(record_json(config, r));
+    journal_.append(record_json(config, r, env));
   }
+  if (listener_ && env.empty())
+    listener_(config, r, has_target_ ? std::optional<bool>(matches(r)) : std::nullopt);
 }
 
 void Oracle::count(const RunRecord& r) {
@@ -128,45 +368,46 @@ void Oracle::count(const RunRecord& r) {
   }
 }
 
-RunRecord Oracle::run(const TrialConfig& config) {
-  std::string key = config.canonical();
-  RunRecord r;
-  if (auto it = replay_.find(key); it != replay_.end() && !it->second.empty()) {
-    r = it->second.front();
-    it->second.erase(it->second.begin());
-  } else {
-    r = fresh_trial(config, runs_[key].size());
+std::vector<RunRecord> Oracle::runs_of(const TrialConfig& config, int n, const Env& env) {
+  const std::string key = key_of(config, env);
+  std::set<int> mine;
+  while (static_cast<int>(mine.size()) < n) {
+    const int attempt = next_attempt(key);
+    if (start(config, false, env)) {
+      mine.insert(attempt);
+    } else {
+      await_one();  // no slot free: the first trial to end makes room
+    }
   }
-  record(config, r);
-  if (listener_) listener_(config, r, has_target_ && matches(r));
-  return r;
+  auto mine_running = [&] {
+    for (const auto& f : flights_)
+      if (f.key == key && mine.count(f.attempt)) return true;
+    return false;
+  };
+  while (mine_running()) await_one();
+  std::vector<RunRecord> out;
+  for (const auto& r : runs_[key])
+    if (mine.count(r.attempt)) out.push_back(r);
+  return out;
 }
 
-RunRecord Oracle::debug_run(const TrialConfig& config,
-                            const std::map<std::string, std::string>& env) {
-  RunRecord r = fresh_trial(config, 1000 + static_cast<size_t>(stats_.trials), env);
-  count(r);
-  json j = record_json(config, r);
-  j["type"] = "debug";
-  j["env"] = env;
-  journal_.append(j);
-  return r;
+RunRecord Oracle::run(const TrialConfig& config) {
+  return runs_of(config, 1, {}).at(0);
+}
+
+std::vector<RunRecord> Oracle::runs(const TrialConfig& config, int n) {
+  return runs_of(config, n, {});
+}
+
+RunRecord Oracle::debug_run(const TrialConfig& config, const Env& env) {
+  return runs_of(config, 1, env).at(0);
 }
 
 void Oracle::set_target(const Signature& target, double reproduction_rate) {
   target_ = target;
   has_target_ = true;
   rate_ = reproduction_rate;
-  // Enough trials that an interesting configuration (failing at `rate`) shows its failure at least
-  // once with probability `confidence`: (1 - rate)^n <= 1 - confidence. A single matching failure
-  // proves a configuration interesting, so this sequential test can stop at the first one.
-  if (rate_ >= 0.999) {
-    repeats_ = 1;
-  } else {
-    double p = std::max(rate_, 0.05);
-    repeats_ = static_cast<int>(std::ceil(std::log(1.0 - opt_.confidence) / std::log(1.0 - p)));
-    repeats_ = std::clamp(repeats_, 2, 30);
-  }
+  repeats_ = repeats_for(rate_, opt_.confidence);
 }
 
 bool Oracle::matches(const RunRecord& r) const {
@@ -182,70 +423,70 @@ const RunRecord* Oracle::matching_run(const TrialConfig& config) const {
   return nullptr;
 }
 
-bool Oracle::interesting(const TrialConfig& config) {
-  std::string key = config.canonical();
-  auto& done = runs_[key];
-  for (const auto& r : done)
-    if (matches(r)) {
-      ++stats_.cached;
-      return true;
-    }
-  if (static_cast<int>(done.size()) >= repeats_) {
-    ++stats_.cached;
-    return false;
+// Interesting once a run matched; uninteresting after repeats() runs that did not.
+std::optional<bool> Oracle::verdict(const std::string& key) const {
+  auto it = runs_.find(key);
+  if (it == runs_.end()) return std::nullopt;
+  for (const auto& r : it->second)
+    if (matches(r)) return true;
+  if (static_cast<int>(it->second.size()) >= repeats_) return false;
+  return std::nullopt;
+}
+
+std::optional<bool> Oracle::known(const TrialConfig& config) const {
+  return verdict(config.canonical());
+}
+
+// Starts what the free slots allow: the question's own remaining repeats first, then the
+// first trial of each configuration ahead, in order.
+void Oracle::fill(const TrialConfig& config, const std::vector<TrialConfig>& ahead) {
+  const std::string key = config.canonical();
+  auto in_flight = [&](const std::string& k) {
+    return static_cast<int>(std::count_if(flights_.begin(), flights_.end(),
+                                          [&](const Flight& f) { return f.key == k; }));
+  };
+  while (!verdict(key) && static_cast<int>(runs_[key].size()) + in_flight(key) < repeats_)
+    if (!start(config, true)) return;
+  for (const auto& a : ahead) {
+    const std::string k = a.canonical();
+    if (verdict(k) || in_flight(k) || (runs_.count(k) && !runs_[k].empty())) continue;
+    if (!start(a, true)) return;
   }
-  while (static_cast<int>(runs_[key].size()) < repeats_) {
-    bool replay = replay_.count(key) && !replay_[key].empty();
-    if (!replay && exhausted()) {
+}
+
+// Cancels the question trials whose answer nobody waits for any more.
+void Oracle::cancel_unneeded(const std::string& key, const std::vector<TrialConfig>& ahead) {
+  std::set<std::string> wanted = {key};
+  for (const auto& a : ahead) wanted.insert(a.canonical());
+  for (auto& f : flights_)
+    if (f.question && (!wanted.count(f.key) || verdict(f.key))) *f.cancel = true;
+}
+
+void Oracle::settle() {
+  for (auto& f : flights_)
+    if (f.question) *f.cancel = true;
+}
+
+bool Oracle::interesting(const TrialConfig& config, const std::vector<TrialConfig>& ahead) {
+  const std::string key = config.canonical();
+  const int64_t before = stats_.trials + stats_.replayed;
+  while (true) {
+    cancel_unneeded(key, ahead);
+    if (std::optional<bool> v = verdict(key)) {
+      if (static_cast<int>(runs_[key].size()) > 0 && stats_.trials + stats_.replayed == before)
+        ++stats_.cached;
+      ++answered_;
+      answered_interesting_ += *v ? 1 : 0;
+      return *v;
+    }
+    fill(config, ahead);
+    if (verdict(key)) continue;  // answered from the journal
+    if (!running(key) && flights_.empty()) {
       budget_hit_ = true;
       return false;
     }
-    if (matches(run(config))) return true;
+    await_one();
   }
-  return false;
-}
-
-std::vector<bool> Oracle::interesting_batch(const std::vector<TrialConfig>& configs) {
-  std::vector<bool> out(configs.size(), false);
-  if (opt_.jobs <= 1 || repeats_ > 1) {
-    for (size_t i = 0; i < configs.size(); ++i)
-      if ((out[i] = interesting(configs[i]))) break;
-    return out;
-  }
-  // Concurrently, `jobs` at a time; the first interesting candidate in order wins, as it would
-  // sequentially, so the result does not depend on --jobs.
-  for (size_t begin = 0; begin < configs.size(); begin += static_cast<size_t>(opt_.jobs)) {
-    size_t end = std::min(configs.size(), begin + static_cast<size_t>(opt_.jobs));
-    std::vector<size_t> fresh;
-    for (size_t i = begin; i < end; ++i) {
-      std::string key = configs[i].canonical();
-      bool known = !runs_[key].empty() || (replay_.count(key) && !replay_[key].empty());
-      if (!known && !exhausted()) fresh.push_back(i);
-    }
-    std::vector<std::future<RunRecord>> running;
-    for (size_t i : fresh) {
-      size_t attempt = runs_[configs[i].canonical()].size();  // on this thread: no races
-      running.push_back(std::async(std::launch::async, [this, &configs, i, attempt] {
-        return fresh_trial(configs[i], attempt);
-      }));
-    }
-    // Every trial of the batch ends (an interrupt stops them all at once); the finished ones are
-    // recorded before the interrupt goes on, so that --resume replays them.
-    std::optional<Interrupted> interrupted;
-    for (size_t k = 0; k < fresh.size(); ++k) {
-      try {
-        RunRecord r = running[k].get();
-        record(configs[fresh[k]], r);
-        if (listener_) listener_(configs[fresh[k]], r, matches(r));
-      } catch (const Interrupted& e) {
-        interrupted = e;
-      }
-    }
-    if (interrupted) throw *interrupted;
-    for (size_t i = begin; i < end; ++i)
-      if ((out[i] = interesting(configs[i]))) return out;
-  }
-  return out;
 }
 
 }  // namespace ddpbisect

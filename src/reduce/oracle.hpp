@@ -1,48 +1,68 @@
 // The Oracle answers the reducer's one question: is this configuration still interesting, i.e.
-// does it fail with the target signature? It owns running trials (retrying infra outcomes),
-// the cache (no configuration runs twice), the journal, repeated trials for flaky targets, and
-// the budget.
+// does it fail with the target signature? It owns running trials (retrying infra outcomes,
+// several at once in the slots the stage leaves free), the cache (no configuration runs twice),
+// the journal and its replay, repeated trials for flaky targets, speculation (trials for
+// questions the caller may ask next, cancelled once no longer needed) and the budget.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "diagnose/diagnosis.hpp"
+#include "observe/trial_runner.hpp"
 #include "reduce/journal.hpp"
 #include "reduce/result.hpp"
+#include "reduce/slots.hpp"
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
 
-class Launcher;
-
 struct OracleOptions {
   std::string out_dir;
   std::optional<int64_t> max_trials;
   std::optional<Millis> max_time;
-  int jobs = 1;
+  int jobs = 1;  // trials at once at most; 0: as many as the resources hold (--jobs auto)
+  std::optional<Resources> resources;  // default: detect_resources(spec)
   double confidence = 0.95;
   std::string level = "default";
   std::string regex;
 };
 
+// Runs one trial: run_trial, or a synthetic one in tests (no processes).
+using TrialRunner = std::function<TrialOutcome(const TrialRequest&)>;
+using Env = std::map<std::string, std::string>;
+
 class Oracle {
  public:
-  using Listener = std::function<void(const TrialConfig&, const RunRecord&, bool interesting)>;
-  Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener);
+  // Each recorded trial; `interesting` once there is a target to compare with.
+  using Listener =
+      std::function<void(const TrialConfig&, const RunRecord&, std::optional<bool> interesting)>;
+  Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener,
+         TrialRunner runner = run_trial);
+  ~Oracle();  // cancels and reaps every trial still running
+  Oracle(const Oracle&) = delete;
+  Oracle& operator=(const Oracle&) = delete;
 
   // One more trial of `config` (or the next one recorded in the journal when resuming).
   RunRecord run(const TrialConfig& config);
-  // One more trial of `config` with debug variables added (TORCH_DISTRIBUTED_DEBUG=DETAIL,
-  // CUDA_LAUNCH_BLOCKING=1): counted and journaled (as "debug"), never cached or replayed, since
-  // the variables can change what the failure looks like.
-  RunRecord debug_run(const TrialConfig& config, const std::map<std::string, std::string>& env);
+  // `n` more trials of `config`, at once as far as the slots allow; in the order they started.
+  std::vector<RunRecord> runs(const TrialConfig& config, int n);
+  // One more trial of `config` with debug variables added (TORCH_DISTRIBUTED_DEBUG, ...):
+  // counted and journaled (as "debug"), never an answer to a question; replayed on resume.
+  RunRecord debug_run(const TrialConfig& config, const Env& env);
 
   void set_target(const Signature& target, double reproduction_rate);
   const Signature& target() const { return target_; }
@@ -50,39 +70,80 @@ class Oracle {
   // Trials needed to call a configuration uninteresting at the configured confidence.
   int repeats() const { return repeats_; }
 
-  bool interesting(const TrialConfig& config);
-  // Several candidates; concurrently with --jobs; stops at the first interesting one.
-  std::vector<bool> interesting_batch(const std::vector<TrialConfig>& configs);
-  bool matches(const RunRecord& r) const;
+  // Whether `config` fails with the target: one trial (up to repeats() for a flaky target,
+  // stopping at the first match), cached. `ahead`, most likely first: configurations the caller
+  // may ask about next. Free slots start them now; a speculative trial whose configuration is
+  // neither asked nor ahead any more is cancelled (every rank reaped, nothing journaled).
+  bool interesting(const TrialConfig& config, const std::vector<TrialConfig>& ahead = {});
+  // The answer known without another trial, if any.
+  std::optional<bool> known(const TrialConfig& config) const;
+  // Cancels every speculative trial still running (a search has ended).
+  void settle();
+  // How often questions were answered "interesting" so far (Laplace's estimate).
+  double interesting_odds() const;
+  // Trials like `config` that may run at once.
+  int width(const TrialConfig& config) const;
 
+  bool matches(const RunRecord& r) const;
   // The last failing run of a configuration with the target signature, if any.
   const RunRecord* matching_run(const TrialConfig& config) const;
 
   bool exhausted() const;
+  // How many of `n` more trials the budget allows.
+  int affordable(int n) const;
   bool budget_hit() const { return budget_hit_; }
   const OracleStats& stats() const { return stats_; }
   double elapsed_s() const;
 
  private:
-  RunRecord fresh_trial(const TrialConfig& config, size_t attempt_base,
-                        const std::map<std::string, std::string>& extra_env = {});
-  void record(const TrialConfig& config, const RunRecord& r);
+  struct Landed;  // what a trial thread hands back
+  struct Flight;  // one trial running on its own thread
+  using Replay = std::map<std::string, std::map<int, nlohmann::json>>;
+
+  void load(const std::vector<nlohmann::json>& entries);
+  std::optional<bool> verdict(const std::string& key) const;
+  int next_attempt(const std::string& key) const;
+  bool start(const TrialConfig& config, bool question, const Env& env = {});
+  std::vector<RunRecord> runs_of(const TrialConfig& config, int n, const Env& env);
+  Landed fly(const TrialConfig& config, const std::string& key, int attempt, const Env& env,
+             const Slot& slot, const Spec& spec, std::shared_ptr<const Launcher> launcher,
+             const std::atomic<bool>& cancel) const;
+  // The launcher of `spec` (the spec, or a slot's copy with its hosts): built once per set of
+  // hosts in a reduction and shared by its trials. Called on the reducer's thread only.
+  std::shared_ptr<const Launcher> launcher_for(const Spec& spec);
+  void await_one();
+  void land(Flight& flight, const Landed& landed);
+  void record(const TrialConfig& config, const RunRecord& r, const Env& env);
   void count(const RunRecord& r);  // a fresh trial in the statistics
+  void fill(const TrialConfig& config, const std::vector<TrialConfig>& ahead);
+  void cancel_unneeded(const std::string& key, const std::vector<TrialConfig>& ahead);
+  bool running(const std::string& key) const;
+  bool room_for_more() const;
   uint64_t seed_for(const std::string& key, size_t attempt) const;
+  [[noreturn]] void stop_all(int signal);
+  [[noreturn]] void abandon_all(std::exception_ptr error);
+  void check_space() const;
 
   const Spec& spec_;
   OracleOptions opt_;
   Journal& journal_;
   Listener listener_;
-  std::shared_ptr<const Launcher> launcher_;  // built once, shared by every trial
+  TrialRunner runner_;
+  SlotPool pool_;
+  std::map<std::vector<std::string>, std::shared_ptr<const Launcher>> launchers_;  // by hosts
   Signature target_;
   bool has_target_ = false;
   double rate_ = 1.0;
   int repeats_ = 1;
   uint64_t salt_ = 0;
-  std::map<std::string, std::vector<RunRecord>> runs_;    // by canonical configuration
-  std::map<std::string, std::vector<RunRecord>> replay_;  // from the journal, not yet consumed
+  std::map<std::string, std::vector<RunRecord>> runs_;  // by key: canonical configuration
+  Replay replay_;  // journaled trials not yet consumed, by key and attempt
+  std::map<std::string, std::set<int>> attempts_;  // finished or running, by key
+  std::list<Flight> flights_;
+  std::mutex mu_;  // guards every Flight's landed result
+  std::condition_variable landed_cv_;
   OracleStats stats_;
+  int answered_ = 0, answered_interesting_ = 0;
   bool budget_hit_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   double replayed_elapsed_ = 0;

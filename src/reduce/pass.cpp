@@ -4,14 +4,6 @@
 
 namespace ddpbisect {
 
-bool ReductionState::try_accept(const TrialConfig& candidate, const std::string& pass,
-                                Oracle& oracle) {
-  if (candidate.canonical() == best.canonical()) return false;
-  if (!oracle.interesting(candidate)) return false;
-  accept(candidate, pass, oracle);
-  return true;
-}
-
 void ReductionState::accept(const TrialConfig& candidate, const std::string& pass,
                             const Oracle& oracle) {
   best = candidate;
@@ -30,14 +22,11 @@ bool reduce_names(ReductionState& s, Oracle& oracle, std::vector<std::string> Tr
   };
   ItemSet every(all.size());
   for (size_t i = 0; i < all.size(); ++i) every[i] = i;
-  ItemSet kept = ddmin(
-      every,
-      [&](const std::vector<ItemSet>& candidates) {
-        std::vector<TrialConfig> configs;
-        for (const auto& c : candidates) configs.push_back(config_of(c));
-        return oracle.interesting_batch(configs);
-      },
-      /*try_empty=*/true);
+  ItemSet kept;
+  run_search(oracle, [&](const Ask& ask) {
+    kept = ddmin(
+        every, [&](const ItemSet& items) { return ask(config_of(items)); }, /*try_empty=*/true);
+  });
   if (kept.size() >= all.size()) return false;
   s.accept(config_of(kept), pass, oracle);
   return true;

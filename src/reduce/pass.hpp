@@ -1,5 +1,6 @@
 // A reduction pass shrinks one dimension of the best configuration found so far, asking the
-// Oracle whether each candidate is still interesting. One pass per file under passes/; the list
+// Oracle whether each candidate is still interesting, through a search (search.hpp) so that
+// --jobs speeds up every pass. One pass per file under passes/; the list
 // in spec/passes.def (like llvm-reduce's DeltaPasses.def) gives their names, dimensions, strategy
 // and run order: adding a pass is a new file and a row there.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "reduce/oracle.hpp"
+#include "reduce/search.hpp"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
@@ -18,8 +20,6 @@ struct ReductionState {
   TrialConfig best;  // the smallest interesting configuration so far
   std::vector<TraceEntry> trace;
 
-  // Tests `candidate`; when interesting it becomes the best. Returns whether it did.
-  bool try_accept(const TrialConfig& candidate, const std::string& pass, Oracle& oracle);
   void accept(const TrialConfig& candidate, const std::string& pass, const Oracle& oracle);
 };
 

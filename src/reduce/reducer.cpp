@@ -8,144 +8,249 @@
 #include "reduce/oracle.hpp"
 #include "reduce/pass.hpp"
 #include "reduce/progress.hpp"
+#include "reduce/reruns.hpp"
 
 namespace fs = std::filesystem;
 
 namespace ddpbisect {
 
-std::map<std::string, std::string> debug_variables(const Spec& spec, const std::string& category) {
-  if (!spec.command) return {};  // the built-in worker reads neither variable
+std::vector<Env> debug_variants(const Spec& spec, const std::string& category) {
+  if (!spec.command) return {};  // the built-in worker reads none of these variables
+  const Env detail = {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}};
+  const Env info = {{"TORCH_DISTRIBUTED_DEBUG", "INFO"}};
+  // Hangs and mismatches: DETAIL's collective checks name the mismatch. PyTorch 2.x's DDP over
+  // Gloo crashes in its constructor under DETAIL (its logger casts the wrapped group), so INFO,
+  // which does not wrap the group, is the fallback.
+  // A hang also turns the Flight Recorder on, its dumps kept in the trial folder (observe/stacks).
   if (category == "hang" || category == "collective_mismatch" || category == "comm_timeout" ||
-      category == "trial_timeout")
-    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"DDPBISECT_FLIGHT_RECORDER", "1"}};
-  if (category == "cuda_error" || category == "cuda_oom") return {{"CUDA_LAUNCH_BLOCKING", "1"}};
+      category == "trial_timeout") {
+    const Env fr = {{"DDPBISECT_FLIGHT_RECORDER", "1"}};
+    Env detail_fr = detail, info_fr = info;
+    detail_fr.insert(fr.begin(), fr.end());
+    info_fr.insert(fr.begin(), fr.end());
+    return {detail_fr, info_fr};
+  }
+  // DDP names the parameters that got no gradient under INFO already.
+  if (category == "ddp_unused_parameters") return {info};
+  if (category == "cuda_error" || category == "cuda_oom") return {{{"CUDA_LAUNCH_BLOCKING", "1"}}};
   if (category == "nccl_error")
-    return {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}};
+    return {{{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}},
+            {{"TORCH_DISTRIBUTED_DEBUG", "INFO"}, {"NCCL_DEBUG", "INFO"}}};
   return {};
 }
 
-using nlohmann::json;
-
 namespace {
 
-struct Rate {
-  int runs = 1, failures = 1;  // the first failure counts
-  double rate() const { return static_cast<double>(failures) / runs; }
+// One reduction: escalate, measure, passes to a fixpoint, confirm (and, when the confirmation
+// shows flakiness, measure and reduce again with repeats), debug rerun.
+class Reduction {
+ public:
+  Reduction(const Spec& spec, const ReductionOptions& opt);
+  ReductionResult run();
+
+ private:
+  OracleOptions oracle_options() const;
+  bool escalate_phase();
+  void measure_phase();
+  void reduce_phase();
+  bool confirm_phase();
+  void debug_phase();
+  void measure_flaky(const TrialConfig& config, Tally& tally);
+  ReductionResult finish();
+
+  const Spec& spec_;
+  const ReductionOptions& opt_;
+  Journal journal_;
+  Progress progress_;
+  Oracle oracle_;
+  ReductionResult result_;
+  ReductionState state_;
+  bool flaky_ = false;
+  int reruns_seen_ = 0;  // reruns of known failing configurations, every one reproduced
 };
 
-// Reruns the first failure: how often does the target reproduce? Stops early when all agree.
-Rate measure_rate(Oracle& oracle, const TrialConfig& config) {
-  Rate m;
-  for (int i = 0; i < 10 && !oracle.exhausted(); ++i) {
-    if (i >= 6 && m.failures == m.runs)
-      break;  // 7 of 7: deterministic (a 50% flake passes this 0.8% of the time)
-    RunRecord r = oracle.run(config);
-    ++m.runs;
-    if (oracle.matches(r)) ++m.failures;
+Reduction::Reduction(const Spec& spec, const ReductionOptions& opt)
+    : spec_(spec),
+      opt_(opt),
+      journal_((fs::path(opt.out_dir) / "journal.jsonl").string(), opt.resume),
+      progress_(opt.quiet),
+      oracle_(spec, oracle_options(), journal_,
+              [this](const TrialConfig& c, const RunRecord& r, std::optional<bool> interesting) {
+                progress_.trial(c, r, interesting, oracle_.stats().trials);
+              },
+              opt.runner) {
+  result_.strategy = opt.strategy;
+  state_.spec = &spec;
+  const OracleOptions oo = oracle_options();
+  progress_.budget(oo.max_trials, oo.max_time);
+}
+
+OracleOptions Reduction::oracle_options() const {
+  OracleOptions oo;
+  oo.out_dir = opt_.out_dir;
+  oo.max_trials = opt_.max_trials ? opt_.max_trials : spec_.reduce.max_trials;
+  oo.max_time = opt_.max_time ? opt_.max_time : spec_.reduce.max_time;
+  oo.jobs = opt_.jobs;
+  oo.confidence = spec_.reduce.confidence;
+  oo.level = spec_.match.level;
+  oo.regex = spec_.match.regex;
+  return oo;
+}
+
+bool Reduction::escalate_phase() {
+  progress_.phase("escalate");
+  EscalationOptions eo;
+  eo.wanted = opt_.target ? &*opt_.target : nullptr;
+  eo.start_stage = opt_.start_stage;
+  eo.seen_world_size = opt_.seen_world_size;
+  Escalation esc = escalate(spec_, oracle_, eo);
+  result_.tried = esc.tried;
+  result_.job = initial_config(spec_, spec_.stages.back());
+  if (!esc.found) {
+    result_.status = ReductionStatus::NotReproduced;
+    return false;
   }
-  return m;
+  progress_.target(*esc.run.signature, esc.run, esc.stage);
+  oracle_.set_target(*esc.run.signature, 1.0);
+  result_.stage = esc.stage;
+  result_.original = esc.config;
+  result_.first_run = esc.run;
+  state_.best = esc.config;
+  state_.trace.push_back({oracle_.stats().trials, "escalate", esc.config});
+  return true;
+}
+
+// A few more runs of a flaky configuration, up to kMeasureRuns in all: its reproduction rate,
+// and from it the trials each candidate needs.
+void Reduction::measure_flaky(const TrialConfig& config, Tally& tally) {
+  for (const auto& r : oracle_.runs(config, oracle_.affordable(kMeasureRuns - tally.runs)))
+    tally.add(oracle_.matches(r));
+  flaky_ = true;
+  oracle_.set_target(oracle_.target(), tally.rate());
+  progress_.note("flaky: the failure reproduced " + tally.text() +
+                 " times; each candidate gets up to " + std::to_string(oracle_.repeats()) +
+                 " trials");
+}
+
+// Before reducing: at most kRerunsBeforeReduction reruns while the failure reproduces every
+// time; a miss means flakiness, measured at once.
+void Reduction::measure_phase() {
+  progress_.phase("measure reproduction");
+  Tally tally;
+  tally.add(true);  // the failure escalation found
+  for (const auto& r : oracle_.runs(state_.best, oracle_.affordable(kRerunsBeforeReduction)))
+    tally.add(oracle_.matches(r));
+  if (tally.every_time())
+    reruns_seen_ = tally.runs - 1;
+  else
+    measure_flaky(state_.best, tally);
+  result_.escalation_trials = oracle_.stats().trials;
+}
+
+void Reduction::reduce_phase() {
+  auto passes = make_passes(opt_.strategy);
+  for (int round = 1;; ++round) {
+    bool progress_made = false;
+    for (auto& pass : passes) {
+      if (!spec_.reduce.enabled(pass->dimension()) || oracle_.exhausted()) continue;
+      progress_.phase("round " + std::to_string(round) + ": " + pass->name());
+      if (pass->run(state_, oracle_)) {
+        progress_made = true;
+        progress_.best(state_.best);
+      }
+    }
+    if (!progress_made || oracle_.exhausted()) break;
+  }
+  result_.reduction_trials = oracle_.stats().trials;
+}
+
+// Reruns of the minimum. Returns false when a rerun missed a failure that had reproduced every
+// time: the target is flaky after all, its rate is measured and the passes must run again with
+// repeats (one trial per candidate may have rejected interesting ones).
+bool Reduction::confirm_phase() {
+  progress_.phase("confirm");
+  const int reruns =
+      confirm_reruns(opt_.confirm_runs, flaky_, reruns_seen_, spec_.reduce.confidence);
+  Tally tally;
+  tally.add(true);  // the trial that accepted the minimum
+  for (const auto& r : oracle_.runs(state_.best, oracle_.affordable(reruns)))
+    tally.add(oracle_.matches(r));
+  if (!flaky_ && !tally.every_time()) {
+    progress_.note("the minimum did not fail on every rerun (" + tally.text() +
+                   "): the failure is flaky; reducing again with repeats");
+    measure_flaky(state_.best, tally);
+    return false;
+  }
+  result_.confirm_runs = tally.runs;
+  result_.confirm_failures = tally.failures;
+  return true;
+}
+
+// The minimum once more with debug variables. A run that fails differently is not the
+// explanation: it is named in a note, and the next variables are tried.
+void Reduction::debug_phase() {
+  result_.target = oracle_.target();
+  const std::vector<Env> variants = debug_variants(spec_, result_.target.category);
+  if (variants.empty() || oracle_.exhausted()) return;
+  progress_.phase("debug rerun");
+  for (size_t i = 0; i < variants.size() && !oracle_.exhausted(); ++i) {
+    RunRecord r = oracle_.debug_run(state_.best, variants[i]);
+    if (r.signature && debug_rerun_explains(result_.target, *r.signature)) {
+      result_.debug_env = variants[i];
+      result_.debug_run = r;
+      return;
+    }
+    std::string what = r.signature ? "failed differently (" + r.signature->to_string() + ")"
+                                   : "did not fail (" + std::string(to_string(r.status)) + ")";
+    std::string vars;
+    for (const auto& [k, v] : variants[i]) vars += (vars.empty() ? "" : " ") + k + "=" + v;
+    std::string note = "with " + vars + " the minimal configuration " + what + ", not the failure "
+                       "being explained; trial " + r.dir;
+    if (variants[i].count("TORCH_DISTRIBUTED_DEBUG") &&
+        variants[i].at("TORCH_DISTRIBUTED_DEBUG") == "DETAIL" && r.signature &&
+        r.signature->category == "signal")
+      note += " (PyTorch 2.x's DDP over Gloo crashes in its constructor under DETAIL)";
+    if (i + 1 < variants.size()) note += "; trying the next variables";
+    result_.debug_notes.push_back(note);
+    progress_.note("debug rerun: " + note);
+  }
+}
+
+ReductionResult Reduction::finish() {
+  throw_if_interrupted();  // a signal after the last trial still stops the run, resumably
+  progress_.done();
+  result_.stats = oracle_.stats();
+  result_.elapsed_s = oracle_.elapsed_s();
+  result_.target_rate = oracle_.rate();
+  result_.repeats = oracle_.repeats();
+  return result_;
+}
+
+ReductionResult Reduction::run() {
+  try {
+    if (!escalate_phase()) return finish();
+    measure_phase();
+    do {
+      reduce_phase();
+    } while (!confirm_phase());
+    result_.minimal = state_.best;
+    result_.trace = state_.trace;
+    debug_phase();
+    if (const RunRecord* r = oracle_.matching_run(state_.best)) result_.minimal_run = *r;
+    result_.status = oracle_.budget_hit() || oracle_.exhausted() ? ReductionStatus::BudgetExhausted
+                                                                 : ReductionStatus::Reduced;
+    return finish();
+  } catch (const Interrupted&) {
+    progress_.done();
+    journal_.append({{"type", "elapsed"}, {"elapsed_s", oracle_.elapsed_s()}});
+    throw;
+  }
 }
 
 }  // namespace
 
 ReductionResult run_reduction(const Spec& spec, const ReductionOptions& opt) {
-  const fs::path out(opt.out_dir);
-  Journal journal((out / "journal.jsonl").string(), opt.resume);
-  Progress progress(opt.quiet);
-  OracleOptions oo;
-  oo.out_dir = out.string();
-  oo.max_trials = opt.max_trials ? opt.max_trials : spec.reduce.max_trials;
-  oo.max_time = opt.max_time ? opt.max_time : spec.reduce.max_time;
-  oo.jobs = opt.jobs;
-  oo.confidence = spec.reduce.confidence;
-  oo.level = spec.match.level;
-  oo.regex = spec.match.regex;
-  Oracle* oracle_ptr = nullptr;
-  Oracle oracle(spec, oo, journal, [&](const TrialConfig& c, const RunRecord& r, bool interesting) {
-    progress.trial(c, r, interesting, oracle_ptr ? oracle_ptr->stats().trials : 0);
-  });
-  oracle_ptr = &oracle;
-
-  ReductionResult result;
-  result.strategy = opt.strategy;
-  auto finish = [&] {
-    throw_if_interrupted();  // a signal after the last trial still stops the run, resumably
-    progress.done();
-    result.stats = oracle.stats();
-    result.elapsed_s = oracle.elapsed_s();
-    result.target_rate = oracle.rate();
-    result.repeats = oracle.repeats();
-    return result;
-  };
-  try {
-    progress.phase("escalate");
-    Escalation esc = escalate(spec, oracle, opt.target ? &*opt.target : nullptr);
-    result.tried = esc.tried;
-    result.job = initial_config(spec, spec.stages.back());
-    if (!esc.found) {
-      result.status = ReductionStatus::NotReproduced;
-      return finish();
-    }
-    progress.note("failure found on stage '" + esc.stage + "': " + esc.run.signature->to_string());
-    oracle.set_target(*esc.run.signature, 1.0);
-    progress.phase("measure reproduction");
-    const Rate measured = measure_rate(oracle, esc.config);
-    const double rate = measured.rate();
-    oracle.set_target(*esc.run.signature, rate);
-    if (rate < 1.0)
-      progress.note("flaky: the failure reproduced " + std::to_string(measured.failures) + " of " +
-                    std::to_string(measured.runs) + " times; each candidate gets up to " +
-                    std::to_string(oracle.repeats()) + " trials");
-    result.escalation_trials = oracle.stats().trials;
-    result.stage = esc.stage;
-    result.original = esc.config;
-    result.first_run = esc.run;
-
-    ReductionState state;
-    state.spec = &spec;
-    state.best = esc.config;
-    state.trace.push_back({oracle.stats().trials, "escalate", esc.config});
-    auto passes = make_passes(opt.strategy);
-    for (int round = 1;; ++round) {
-      bool progress_made = false;
-      for (auto& pass : passes) {
-        if (!spec.reduce.enabled(pass->dimension()) || oracle.exhausted()) continue;
-        progress.phase("round " + std::to_string(round) + ": " + pass->name());
-        if (pass->run(state, oracle)) {
-          progress_made = true;
-          progress.best(state.best);
-        }
-      }
-      if (!progress_made || oracle.exhausted()) break;
-    }
-    result.minimal = state.best;
-    result.trace = state.trace;
-    result.reduction_trials = oracle.stats().trials;
-
-    progress.phase("confirm");
-    int confirm = opt.confirm_runs >= 0 ? opt.confirm_runs : (rate < 1.0 ? 10 : 3);
-    result.confirm_runs = 1;  // the trial that accepted the minimum
-    result.confirm_failures = 1;
-    for (int i = 0; i < confirm && !oracle.exhausted(); ++i) {
-      RunRecord r = oracle.run(state.best);
-      ++result.confirm_runs;
-      if (oracle.matches(r)) ++result.confirm_failures;
-    }
-    result.target = oracle.target();
-    result.debug_env = debug_variables(spec, result.target.category);
-    if (!result.debug_env.empty() && !oracle.exhausted()) {
-      progress.phase("debug rerun");
-      result.debug_run = oracle.debug_run(state.best, result.debug_env);
-    }
-    if (const RunRecord* r = oracle.matching_run(state.best)) result.minimal_run = *r;
-    result.status = oracle.budget_hit() || oracle.exhausted() ? ReductionStatus::BudgetExhausted
-                                                              : ReductionStatus::Reduced;
-    return finish();
-  } catch (const Interrupted&) {
-    progress.done();
-    journal.append({{"type", "elapsed"}, {"elapsed_s", oracle.elapsed_s()}});
-    throw;
-  }
+  return Reduction(spec, opt).run();
 }
 
 }  // namespace ddpbisect

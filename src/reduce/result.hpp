@@ -23,6 +23,7 @@ struct RunRecord {
   std::string text;  // root-cause message and excerpt, for match.regex
   long long last_step = -1;
   std::string dir;
+  int attempt = 0;  // which run of its configuration (the seed derives from it)
   bool replayed = false;
 };
 
@@ -62,9 +63,12 @@ struct ReductionResult {
   double elapsed_s = 0;
   double target_rate = 1.0;  // the first failure's measured reproduction rate
   int repeats = 1;           // trials per candidate that rate asks for
-  // The minimal configuration rerun with debug variables (command workloads; see debug_variables).
+  // The minimal configuration rerun with debug variables (command workloads; see
+  // debug_variants), kept only when it failed the same way (loosely); a rerun that failed
+  // differently or passed is a note instead, never the explanation.
   std::map<std::string, std::string> debug_env;
   std::optional<RunRecord> debug_run;
+  std::vector<std::string> debug_notes;
 };
 
 }  // namespace ddpbisect

@@ -5,7 +5,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/redact.hpp"
+#include "common/output.hpp"
 #include "common/text.hpp"
+#include "report/headline.hpp"
 #include "report/report_html.hpp"
 #include "report/report_json.hpp"
 #include "report/report_md.hpp"
@@ -37,14 +40,11 @@ void write_reports(const ReportInputs& in) {
     if (f.when != ReportFile::When::Always && !reproduced) continue;
     if (f.when == ReportFile::When::ReproducedBuiltin && !in.spec->builtin) continue;
     const fs::path path = fs::path(in.out_dir) / f.path;
-    fs::create_directories(path.parent_path());
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) throw OutputError(path.parent_path().string(), ec.value());
     // Written whole, then renamed: a reader never sees half a file.
-    const fs::path tmp = path.string() + ".tmp";
-    std::ofstream(tmp) << f.render(in);
-    if (f.executable)
-      fs::permissions(tmp, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                      fs::perm_options::add);
-    fs::rename(tmp, path);
+    write_file_atomically(path.string(), f.render(in), f.executable);
   }
 }
 
@@ -62,50 +62,70 @@ json config_json(const TrialConfig& c, const std::string& stage) {
           {"steps", c.params.count("steps") ? json(c.params.at("steps")) : json(nullptr)}};
 }
 
+std::string ranks_text(const TrialConfig& c) {
+  return c.nodes > 1 ? plural(c.nodes, "node") + " x " + plural(c.procs_per_node, "rank")
+                     : plural(c.world_size(), "rank");
+}
+
 std::vector<ComparisonRow> comparison_rows(const ReductionResult& r) {
-  auto ranks = [](const TrialConfig& c) {
-    return std::to_string(c.nodes) + " node(s) x " + std::to_string(c.procs_per_node);
-  };
+  const auto& j = r.job;
   const auto& m = r.minimal;
+  auto list = [](const std::vector<std::string>& v) { return v.empty() ? "none" : join(v, ", "); };
   std::vector<ComparisonRow> rows = {
-      {"ranks", ranks(r.original), ranks(m)},
-      {"samples", std::to_string(r.original.samples.size()),
+      {"ranks", ranks_text(j), ranks_text(m)},
+      {"samples", std::to_string(j.samples.size()),
        std::to_string(m.samples.size()) +
            (m.samples.size() <= 16 ? " (" + m.samples.to_string() + ")" : "")},
-      {"components", join(r.original.components, ", "), join(m.components, ", ")},
-      {"features", join(r.original.features, ", "), join(m.features, ", ")}};
-  for (const auto& [k, v] : r.original.params)
+      {"components", list(j.components), list(m.components)},
+      {"features", list(j.features), list(m.features)}};
+  for (const auto& [k, v] : j.params)
     rows.push_back({k, std::to_string(v), m.params.count(k) ? std::to_string(m.params.at(k)) : ""});
   return rows;
+}
+
+json minimal_diagnosis(const ReductionResult& r) {
+  std::ifstream in(r.minimal_run.dir + "/outcome.json");
+  json o = in ? json::parse(in, nullptr, false) : json(nullptr);
+  return o.is_object() && o.contains("diagnosis") ? o["diagnosis"] : json(nullptr);
+}
+
+std::string reduction_headline(const ReductionResult& r) {
+  const json d = minimal_diagnosis(r);
+  if (d.is_object())
+    if (std::string h = root_cause_headline(d.value("root_cause", json(nullptr))); !h.empty())
+      return h;
+  const Signature& s = r.target;
+  return redact_value("", failure_headline(s.ranks.empty() ? -1 : s.ranks.front(), s.exception,
+                                           s.message, s.frame));
 }
 
 std::string summary_text(const ReportInputs& in) {
   const ReductionResult& r = in.result;
   std::ostringstream os;
   const auto& st = r.stats;
+  const fs::path out(in.out_dir);
   os << (r.status == ReductionStatus::BudgetExhausted
-             ? "ddpbisect: budget spent; the smallest failing configuration so far:\n"
-             : "ddpbisect: minimal failing configuration found\n");
-  os << "  failure:   " << r.target.to_string() << "\n";
-  os << "  original:  " << describe_config(r.original) << " (stage " << r.stage << ")\n";
-  os << "  minimal:   " << describe_config(r.minimal) << "\n";
+             ? "ddpbisect: the budget ran out; the smallest failing configuration found so far:\n"
+             : "ddpbisect: reduced to a minimal failing configuration\n");
+  os << "  failure:    " << visible_text(reduction_headline(r)) << "\n";
+  os << "  signature:  " << visible_text(r.target.to_string()) << "\n";
+  os << "  your job:   " << describe_config(r.job) << " (stage " << r.job.stage << ")\n";
+  os << "  minimal:    " << describe_config(r.minimal) << " (the job first failed on stage "
+     << r.stage << ")\n";
   if (r.minimal.samples.size() <= 16)
-    os << "  samples:   " << r.minimal.samples.to_string() << "\n";
-  os << "  components: [";
-  for (size_t i = 0; i < r.minimal.components.size(); ++i)
-    os << (i ? ", " : "") << r.minimal.components[i];
-  os << "]  features: [";
-  for (size_t i = 0; i < r.minimal.features.size(); ++i)
-    os << (i ? ", " : "") << r.minimal.features[i];
-  os << "]\n";
-  os << "  reproduced " << r.confirm_failures << "/" << r.confirm_runs << " times; " << st.trials
-     << " trials (" << st.cached << " answers from the cache) in "
-     << std::lround(r.elapsed_s) << " s\n";
-  os << "  report:    " << (fs::path(in.out_dir) / "report.json").string() << "\n";
-  os << "  report:    " << (fs::path(in.out_dir) / "report.md").string() << " and report.html\n";
-  os << "  repro:     " << (fs::path(in.out_dir) / "repro" / "repro.yaml").string()
+    os << "  samples:    " << r.minimal.samples.to_string() << "\n";
+  os << "  components: "
+     << (r.minimal.components.empty() ? "none" : join(r.minimal.components, ", "))
+     << "; features: " << (r.minimal.features.empty() ? "none" : join(r.minimal.features, ", "))
+     << "\n";
+  os << "  reproduced " << r.confirm_failures << " of " << plural(r.confirm_runs, "run") << "; "
+     << plural(st.trials + st.replayed, "trial") << " (" << st.replayed << " replayed, "
+     << st.cached << " answered from the cache) in " << format_number(r.elapsed_s, 0) << " s\n";
+  os << "  report:     " << (out / "report.md").string()
+     << " (ready to paste into an issue), report.html, report.json\n";
+  os << "  repro:      " << (out / "repro" / "repro.yaml").string()
      << (in.spec->builtin ? ", run.sh and repro.py (standalone PyTorch)\n" : " and run.sh\n");
-  os << "next: ddpbisect check " << (fs::path(in.out_dir) / "repro" / "repro.yaml").string()
+  os << "next: ddpbisect check " << shell_quote((out / "repro" / "repro.yaml").string())
      << " --expect fail   # in CI, until the bug is fixed\n";
   return os.str();
 }

@@ -36,12 +36,22 @@ const std::vector<ReportFile>& report_files();
 // Writes every file of report_files() that applies, each whole and then renamed into place.
 void write_reports(const ReportInputs& in);
 
+// The failure in one line, as every summary leads with it: "rank 1: RuntimeError: message
+// (file:line)", from the minimal trial's diagnosis (its outcome.json), else from the signature.
+std::string reduction_headline(const ReductionResult& r);
+// The minimal trial's diagnosis (outcome.json), or null.
+nlohmann::json minimal_diagnosis(const ReductionResult& r);
+
 // The terminal summary of a reduction that found its failure.
 std::string summary_text(const ReportInputs& in);
 
 nlohmann::json config_json(const TrialConfig& c, const std::string& stage);
 
-// The original configuration beside the minimal one, row by row, for report.md and report.html.
+// "1 rank", "2 ranks", "2 nodes x 2 ranks".
+std::string ranks_text(const TrialConfig& c);
+
+// The job as specified (the last stage, nothing reduced) beside the minimal configuration, row
+// by row, for report.md and report.html.
 struct ComparisonRow {
   std::string what, original, minimal;
 };

@@ -7,6 +7,8 @@
 
 #include "common/redact.hpp"
 #include "common/text.hpp"
+#include "report/headline.hpp"
+#include "report/report.hpp"
 
 namespace ddpbisect {
 
@@ -29,6 +31,35 @@ json read_json(const std::string& path) {
   return j.is_discarded() ? json(nullptr) : j;
 }
 
+// A round step for about `count` ticks over [0, span]: 1, 2 or 5 times a power of ten.
+double nice_step(double span, int count = 5) {
+  if (!(span > 0)) return 1;
+  const double raw = span / count;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * p) return m * p;
+  return 10 * p;
+}
+
+// How an environment value reads: text as is, a list one per line, null as "(unknown)".
+std::string env_text(const json& v) {
+  if (v.is_null()) return "(unknown)";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    if (v.empty()) return "none";
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : "\n") + env_text(e);
+    return s;
+  }
+  if (v.is_object()) {
+    std::string s;
+    for (const auto& [k, e] : v.items()) s += (s.empty() ? "" : "\n") + k + ": " + env_text(e);
+    return s.empty() ? "none" : s;
+  }
+  if (v.is_number_float()) return format_number(v.get<double>());
+  return v.dump();
+}
+
 const char* kStyle = R"(
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1d2330;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde}
@@ -36,7 +67,7 @@ table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #dde;padding:
 th{background:#f3f4f8}code,pre{font:12.5px ui-monospace,monospace}pre{background:#f6f7fa;padding:10px;overflow:auto;border:1px solid #e3e5ee}
 .cause{font-size:16px;background:#fff2f0;border-left:4px solid #d93025;padding:8px 12px;margin:10px 0}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
-svg text{font:11px system-ui,sans-serif}
+svg text{font:11px system-ui,sans-serif}td code{white-space:pre-wrap}
 )";
 
 // The colour and label of a rank's end, from the trial outcome and its diagnosis.
@@ -84,17 +115,19 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
   };
   double span = std::max(0.001, outcome.value("duration_s", 0.0));
   for (const auto& r : ranks) span = std::max(span, r.value("end_s", 0.0));
+  const double step = nice_step(span);
+  span = step * std::ceil(span / step - 1e-9);  // the axis ends on a round tick
   const int left = 70, width = 640, row = 26, top = 22;
   const int height = top + row * static_cast<int>(ranks.size()) + 30;
   auto x = [&](double t) { return left + width * std::clamp(t / span, 0.0, 1.0); };
   h << "<svg id=\"" << id << "\" class=\"timeline\" width=\"1060\" height=\"" << height
     << "\" viewBox=\"0 0 1060 " << height << "\" role=\"img\" aria-label=\"" << markup_escape(title)
     << "\">\n";
-  for (int i = 0; i <= 4; ++i) {  // time axis
-    double t = span * i / 4;
+  for (double t = 0; t <= span + step / 2; t += step) {  // time axis, round ticks
     h << "<line x1=\"" << num(x(t)) << "\" y1=\"" << top - 6 << "\" x2=\"" << num(x(t))
-      << "\" y2=\"" << height - 24 << "\" stroke=\"#e3e5ee\"/><text x=\"" << num(x(t)) << "\" y=\""
-      << height - 10 << "\" text-anchor=\"middle\">" << num(t, 2) << " s</text>\n";
+      << "\" y2=\"" << height - 24 << "\" stroke=\"#e3e5ee\"/><text class=\"tick\" x=\""
+      << num(x(t)) << "\" y=\"" << height - 10 << "\" text-anchor=\"middle\">"
+      << format_number(t, 3) << " s</text>\n";
   }
   if (outcome["hang_declared_s"].is_number()) {
     double t = outcome["hang_declared_s"].get<double>();
@@ -129,7 +162,7 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
   h << "</svg>\n";
 }
 
-// A configuration's size relative to the original, in percent: the mean over the reducible
+// A configuration's size relative to the job as specified, in percent: the mean over the reducible
 // dimensions of the fraction kept.
 double relative_size(const json& c, const TrialConfig& o) {
   auto frac = [](double v, double full) { return full > 0 ? v / full : (v > 0 ? 1.0 : 0.0); };
@@ -175,29 +208,37 @@ void reduction_trace(std::ostringstream& h, const ReportInputs& in) {
       colour = "#80868b";
       what = status;
     }
-    dots.push_back({n, relative_size(e["config"], r.original), colour, what});
+    dots.push_back({n, relative_size(e["config"], r.job), colour, what});
   }
   double top_size = 100;
   for (const auto& d : dots) top_size = std::max(top_size, d.size);
+  const double size_step = nice_step(top_size, 4);
+  top_size = size_step * std::ceil(top_size / size_step - 1e-9);
   const int left = 50, width = 900, height = 240, top = 12;
   int64_t trials = std::max<int64_t>(n, 1);
   auto x = [&](double t) { return left + width * (t - 0.5) / static_cast<double>(trials); };
   auto y = [&](double s) { return top + (height - top - 30) * (1.0 - s / top_size); };
   h << "<svg id=\"reduction-trace\" width=\"1000\" height=\"" << height << "\" viewBox=\"0 0 1000 "
     << height << "\" role=\"img\" aria-label=\"configuration size per trial\">\n";
-  for (int p = 0; p <= 4; ++p) {
-    double s = top_size * p / 4;
-    h << "<line x1=\"" << left << "\" x2=\"" << left + width << "\" y1=\"" << num(y(s))
-      << "\" y2=\"" << num(y(s)) << "\" stroke=\"#e3e5ee\"/><text x=\"" << left - 6 << "\" y=\""
-      << num(y(s) + 4) << "\" text-anchor=\"end\">" << num(s, 0) << "%</text>\n";
-  }
-  h << "<text x=\"" << left + width / 2 << "\" y=\"" << height - 4
+  for (double sz = 0; sz <= top_size + size_step / 2; sz += size_step)
+    h << "<line x1=\"" << left << "\" x2=\"" << left + width << "\" y1=\"" << num(y(sz))
+      << "\" y2=\"" << num(y(sz)) << "\" stroke=\"#e3e5ee\"/><text class=\"tick\" x=\"" << left - 6
+      << "\" y=\"" << num(y(sz) + 4) << "\" text-anchor=\"end\">" << format_number(sz, 1)
+      << "%</text>\n";
+  // The trial axis: round trial numbers under the dots.
+  const int64_t trial_step = std::max<int64_t>(1, std::llround(nice_step(trials, 10)));
+  for (int64_t t = trial_step; t <= trials; t += trial_step)
+    h << "<line x1=\"" << num(x(static_cast<double>(t))) << "\" x2=\""
+      << num(x(static_cast<double>(t))) << "\" y1=\"" << num(y(0)) << "\" y2=\"" << num(y(0) + 4)
+      << "\" stroke=\"#80868b\"/><text class=\"tick trial-tick\" x=\""
+      << num(x(static_cast<double>(t))) << "\" y=\"" << num(y(0) + 15)
+      << "\" text-anchor=\"middle\">" << t << "</text>\n";
+  h << "<text x=\"" << left + width / 2 << "\" y=\"" << height - 2
     << "\" text-anchor=\"middle\">trial number (1 to " << n << ")</text>\n";
   std::string path;
   for (const auto& t : r.trace) {  // the accepted reductions, as a staircase
     json c = t.config.to_json();
-    std::string pt =
-        num(x(static_cast<double>(t.trial))) + "," + num(y(relative_size(c, r.original)));
+    std::string pt = num(x(static_cast<double>(t.trial))) + "," + num(y(relative_size(c, r.job)));
     path += (path.empty() ? "M" : " H" + num(x(static_cast<double>(t.trial))) + " L") + pt;
   }
   if (!path.empty())
@@ -206,7 +247,7 @@ void reduction_trace(std::ostringstream& h, const ReportInputs& in) {
   for (const auto& d : dots)
     h << "<circle class=\"trial\" cx=\"" << num(x(static_cast<double>(d.trial))) << "\" cy=\""
       << num(y(d.size)) << "\" r=\"3.5\" fill=\"" << d.colour << "\"><title>trial " << d.trial
-      << ": " << num(d.size) << "% of the original, " << d.what << "</title></circle>\n";
+      << ": " << format_number(d.size, 1) << "% of the job, " << d.what << "</title></circle>\n";
   h << "</svg>\n<p class=\"legend\"><span><i class=\"sw\" style=\"background:#d93025\"></i>target "
        "failure</span><span><i class=\"sw\" style=\"background:#f29900\"></i>different "
        "failure</span><span><i class=\"sw\" style=\"background:#188038\"></i>passed</span><span><i "
@@ -224,8 +265,9 @@ std::string report_html(const ReportInputs& in) {
     << markup_escape(in.spec->name) << "</title><style>" << kStyle << "</style></head><body>\n";
   h << "<h1>ddpbisect report: " << markup_escape(in.spec->name) << "</h1>\n<p>Spec <code>"
     << markup_escape(in.spec->file) << "</code>; status <b id=\"status\">" << to_string(r.status)
-    << "</b>; " << st.trials << " trials (" << st.cached << " from the cache) in "
-    << num(r.elapsed_s, 0) << " s.</p>\n";
+    << "</b>; " << plural(st.trials + st.replayed, "trial") << " (" << st.replayed
+    << " replayed from the journal, " << st.cached << " answered from the cache) in "
+    << format_number(r.elapsed_s, 0) << " s.</p>\n";
   if (r.status == ReductionStatus::NotReproduced) {
     h << "<p>No stage failed, so there was nothing to reduce.</p>\n<table><tr><th>configuration</"
          "th><th>status</th></tr>\n";
@@ -235,19 +277,20 @@ std::string report_html(const ReportInputs& in) {
     h << "</table></body></html>\n";
     return h.str();
   }
-  h << "<div class=\"cause\" id=\"root-cause\"><b>Root cause:</b> "
-    << markup_escape(redact_value("", r.target.to_string())) << "<br>reproduced "
-    << r.confirm_failures << "/" << r.confirm_runs << " times</div>\n";
-  h << "<table><tr><th></th><th>original (stage " << markup_escape(r.stage)
-    << ")</th><th>minimal</th></tr>\n";
+  h << "<div class=\"cause\" id=\"root-cause\"><b id=\"headline\">"
+    << markup_escape(reduction_headline(r)) << "</b><br>"
+    << markup_escape(redact_value("", r.target.to_string())) << "; failed " << r.confirm_failures
+    << " of " << plural(r.confirm_runs, "run") << "</div>\n";
+  h << "<table><tr><th></th><th>your job (stage " << markup_escape(in.spec->stages.back().name)
+    << ")</th><th>minimal (the job first failed on stage " << markup_escape(r.stage)
+    << ")</th></tr>\n";
   for (const auto& row : comparison_rows(r))
     h << "<tr><td>" << markup_escape(row.what) << "</td><td>" << markup_escape(row.original)
       << "</td><td>" << markup_escape(row.minimal) << "</td></tr>\n";
-  h << "</table>\n<h2>Reproduce</h2>\n<pre>ddpbisect check " << markup_escape(in.out_dir)
-    << "/repro/repro.yaml --expect fail\nbash " << markup_escape(in.out_dir) << "/repro/run.sh"
-    << (in.spec->builtin ? "\n/usr/bin/python3 " + markup_escape(in.out_dir) + "/repro/repro.py"
-                         : "")
-    << "</pre>\n";
+  h << "</table>\n<h2>Reproduce</h2>\n<p>From the folder of this report:</p>\n<pre>cd repro\n"
+    << "bash run.sh\n"
+    << (in.spec->builtin ? "python3 repro.py\n" : "")
+    << "ddpbisect check repro.yaml --expect fail</pre>\n";
   json first = read_json(r.first_run.dir + "/outcome.json");
   json minimal = read_json(r.minimal_run.dir + "/outcome.json");
   h << "<h2>Rank timeline</h2>\n<p class=\"legend\"><span><i class=\"sw\" "
@@ -258,25 +301,31 @@ std::string report_html(const ReportInputs& in) {
        "(heartbeats).</p>\n";
   timeline(h, "timeline-first", "First failing trial (" + describe_config(r.original) + ")", first);
   timeline(h, "timeline-minimal", "Minimal trial (" + describe_config(r.minimal) + ")", minimal);
-  if (first.is_object() && first.contains("diagnosis") && first["diagnosis"].is_object()) {
-    h << "<h2>Root-cause traceback</h2>\n<p>"
-      << markup_escape(first["diagnosis"].value("explanation", "")) << "</p>\n<pre>";
-    for (const auto& l : first["diagnosis"]["root_cause"].value("excerpt", json::array()))
-      h << markup_escape(redact_value("", l.get<std::string>())) << "\n";
-    h << "</pre>\n";
+  const json d = minimal.is_object() ? minimal.value("diagnosis", json(nullptr)) : json(nullptr);
+  if (d.is_object()) {
+    h << "<h2>Root-cause traceback</h2>\n<p>" << markup_escape(d.value("explanation", ""))
+      << "</p>\n<pre>"
+      << markup_escape(root_cause_traceback(d.value("root_cause", json(nullptr)), true))
+      << "</pre>\n";
   }
   h << "<h2>Reduction trace</h2>\n";
   reduction_trace(h, in);
-  h << "<h2>Environment</h2>\n<table>\n";
-  for (const auto& [k, v] : in.environment.items()) {
-    if (k == "variables") continue;
-    h << "<tr><td>" << markup_escape(k) << "</td><td><code>"
-      << markup_escape(v.is_string() ? v.get<std::string>() : v.dump()) << "</code></td></tr>\n";
+  h << "<h2>Environment</h2>\n";
+  const json& env = in.environment;
+  if (env.is_object() && env.value("collect_env", json(nullptr)).is_string())
+    h << "<p><code>python -m torch.utils.collect_env</code>, run by <code>"
+      << markup_escape(env_text(env.value("python_probe", json(nullptr)))) << "</code>:</p>\n<pre>"
+      << markup_escape(env["collect_env"].get<std::string>()) << "</pre>\n";
+  h << "<table>\n";
+  for (const auto& [k, v] : env.items()) {
+    if (k == "variables" || k == "collect_env") continue;
+    h << "<tr><td>" << markup_escape(k) << "</td><td><code>" << markup_escape(env_text(v))
+      << "</code></td></tr>\n";
   }
-  const json vars = in.environment.value("variables", json::object());
+  const json vars = env.value("variables", json::object());
   for (const auto& [k, v] : vars.items())
     h << "<tr><td><code>" << markup_escape(k) << "</code></td><td><code>"
-      << markup_escape(v.get<std::string>()) << "</code></td></tr>\n";
+      << markup_escape(env_text(v)) << "</code></td></tr>\n";
   h << "</table>\n</body></html>\n";
   return h.str();
 }

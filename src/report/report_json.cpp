@@ -38,6 +38,7 @@ json report_json(const ReportInputs& in) {
     j["reproduction"] = nullptr;
     return j;
   }
+  j["headline"] = reduction_headline(r);
   j["signature"] = r.target.to_json();
   j["original"] = config_json(r.original, r.stage);
   j["minimal"] = config_json(r.minimal, r.stage);
@@ -66,6 +67,7 @@ json report_json(const ReportInputs& in) {
         {"same_failure", r.debug_run->signature.has_value() &&
                              same_failure(r.target, *r.debug_run->signature, "loose")},
         {"text", r.debug_run->text.substr(0, 4000)}};
+  if (!r.debug_notes.empty()) j["debug_notes"] = r.debug_notes;
   j["first_failure"] = {
       {"dir", r.first_run.dir},
       {"signature", r.first_run.signature ? r.first_run.signature->to_json() : json(nullptr)}};
@@ -78,7 +80,8 @@ json report_json(const ReportInputs& in) {
 }
 
 std::string render_report_json(const ReportInputs& in) {
-  return report_json(in).dump(2) + "\n";
+  // Log text is not always UTF-8: a stray byte becomes U+FFFD rather than failing the report.
+  return report_json(in).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace ddpbisect

@@ -8,6 +8,16 @@
 
 namespace ddpbisect {
 
+namespace {
+// Text for a "#" comment line of a script: one line, nothing a shell could run.
+std::string comment_text(const std::string& s) {
+  std::string out = visible_text(s);
+  replace_all(out, "\n", " ");
+  replace_all(out, "\t", " ");
+  return out;
+}
+}  // namespace
+
 std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std::string& stage,
                               const Signature& target) {
   nlohmann::json j = spec_to_json(spec);
@@ -40,11 +50,11 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
   std::string s =
       "#!/usr/bin/env bash\n"
       "# Reproduces, without ddpbisect: " +
-      target.to_string() +
+      comment_text(target.to_string()) +
       "\n"
       "# " +
-      std::to_string(m.world_size()) + " rank(s) on this machine (" + std::to_string(m.nodes) +
-      " node(s) of " + std::to_string(m.procs_per_node) +
+      plural(m.world_size(), "rank") + " on this machine (" + plural(m.nodes, "node") + " of " +
+      std::to_string(m.procs_per_node) +
       "), with torchrun's environment contract.\n"
       "# Exit status: 1 when any rank fails. Rank logs: rank<N>.log beside this script.\n"
       "set -u\n"
@@ -60,10 +70,12 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
   s += "export DDPBISECT_SAMPLES=" + shell_quote(values["samples"]) +
        " DDPBISECT_COMPONENTS=" + shell_quote(values["components"]) +
        " DDPBISECT_FEATURES=" + shell_quote(values["features"]) + "\n";
+  // Every assignment is one quoted word: a name or value from the spec never reaches the shell
+  // as syntax (a bad name makes `export` fail, it runs nothing).
   for (const auto& [k, v] : m.params) {
     std::string upper = k;
     for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    s += "export DDPBISECT_PARAM_" + upper + "=" + std::to_string(v) + "\n";
+    s += "export " + shell_quote("DDPBISECT_PARAM_" + upper + "=" + std::to_string(v)) + "\n";
   }
   std::vector<std::string> argv;
   if (spec.builtin) {
@@ -72,7 +84,7 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
     argv = {"\"$worker\"", "--config", "\"$here/config.json\""};
   } else {
     s += "export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 TORCH_SHOW_CPP_STACKTRACES=1\n";
-    for (const auto& [k, v] : spec.command->env) s += "export " + k + "=" + shell_quote(v) + "\n";
+    for (const auto& [k, v] : spec.command->env) s += "export " + shell_quote(k + "=" + v) + "\n";
     s += "cd " + shell_quote(spec.command->cwd) + " || exit 2\n";
     for (const auto& a : spec.command->argv)
       argv.push_back(shell_quote(substitute_placeholders(a, values)));
@@ -98,14 +110,18 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
 
 std::string repro_python(const Spec& spec, const TrialConfig& m, const Signature& target) {
   std::string s = ddp_repro_template();
-  // The configuration sits in a raw triple-quoted string: no single quote may end it early.
-  std::string config = rank_config_json(spec, m).dump(1);
+  // The header and target first: a spec value that happens to read "@HEADER@" stays data.
+  replace_all(s, "@HEADER@",
+              comment_text("Reproduces: " + target.to_string() + " (ddpbisect " + spec.file + ")"));
+  replace_all(s, "\"@TARGET@\"",
+              nlohmann::json(target.to_string())
+                  .dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+  // The configuration sits in a raw triple-quoted string: no single quote may end it early
+  // (ensure_ascii: no byte of it can be anything but printable ASCII).
+  std::string config =
+      rank_config_json(spec, m).dump(1, ' ', true, nlohmann::json::error_handler_t::replace);
   replace_all(config, "'", "\\u0027");
   replace_all(s, "@CONFIG_JSON@", config);
-  replace_all(s, "\"@TARGET@\"", nlohmann::json(target.to_string()).dump());
-  std::string header = target.to_string();
-  replace_all(header, "\n", " ");
-  replace_all(s, "@HEADER@", "Reproduces: " + header + " (ddpbisect " + spec.file + ")");
   return s;
 }
 
@@ -115,7 +131,9 @@ std::string render_repro_yaml(const ReportInputs& in) {
 }
 
 std::string render_rank_config(const ReportInputs& in) {
-  return rank_config_json(*in.spec, in.result.minimal).dump(2) + "\n";
+  return rank_config_json(*in.spec, in.result.minimal)
+             .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
 }
 
 std::string render_run_sh(const ReportInputs& in) {

@@ -71,6 +71,58 @@ const Stage* Spec::find_stage(const std::string& n) const {
 
 namespace {
 
+// Words people write for a value they mean, where the vocabulary is small enough that a typo
+// distance cannot find it: `device: gpu` means cuda. A pair is offered only where its value is
+// allowed (suggest() in common/text.hpp).
+const std::vector<std::pair<std::string, std::string>>& value_meanings() {
+  static const std::vector<std::pair<std::string, std::string>> v = {
+      {"gpu", "cuda"},
+      {"gpus", "cuda"},
+      {"nvidia", "cuda"},
+      {"nccl", "cuda"},
+      {"cuda:0", "cuda"},
+      {"host", "cpu"},
+      {"gloo", "cpu"},
+      {"exception", "raise"},
+      {"error", "raise"},
+      {"throw", "raise"},
+      {"crash", "segfault"},
+      {"sigsegv", "segfault"},
+      {"kill", "sigkill"},
+      {"killed", "sigkill"},
+      {"sigabrt", "abort"},
+      {"deadlock", "hang"},
+      {"stuck", "hang"},
+      {"timeout", "hang"},
+      {"mismatch", "collective_mismatch"},
+      {"slow", "straggler"},
+      {"inf", "nan"},
+      {"localhost", "local"},
+      {"srun", "slurm"},
+      {"sbatch", "slurm"},
+      {"salloc", "slurm"},
+      {"docker", "prefix"},
+      {"kubectl", "prefix"},
+      {"netns", "prefix"},
+      {"exact", "strict"},
+      {"fuzzy", "loose"},
+      {"lenient", "loose"},
+      {"delta", "ddmin"},
+      {"random", "synthetic"},
+      {"generated", "synthetic"},
+      {"bin", "binary"},
+      {"regress", "regression"},
+      {"classify", "classification"}};
+  return v;
+}
+
+// "; did you mean 'X'?" or "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates,
+                         const char* open = "'", const char* close = "'") {
+  std::string guess = suggest(word, candidates, value_meanings());
+  return guess.empty() ? "" : std::string("; did you mean ") + open + guess + close + "?";
+}
+
 // Walks YAML nodes, converting values and recording located errors.
 class Reader {
  public:
@@ -131,10 +183,10 @@ class Reader {
       }
       seen[k] = key.Mark().line + 1;
       if (std::find(known.begin(), known.end(), k) == known.end()) {
-        std::string guess = closest_match(k, known);
+        std::string hint = did_you_mean(k, known);
         std::string msg = "unknown key";
-        if (!guess.empty())
-          msg += "; did you mean '" + guess + "'?";
+        if (!hint.empty())
+          msg += hint;
         else
           msg += " (known keys: " + join(known, ", ") + ")";
         error(key, kp, msg);
@@ -204,10 +256,9 @@ class Reader {
     auto s = string(n, path);
     if (!s) return std::nullopt;
     if (std::find(allowed.begin(), allowed.end(), *s) == allowed.end()) {
-      std::string guess = closest_match(*s, allowed);
-      std::string msg = "expected one of " + join(allowed, ", ") + ", found '" + *s + "'";
-      if (!guess.empty()) msg += "; did you mean '" + guess + "'?";
-      error(n, path, msg);
+      error(n, path,
+            "expected one of " + join(allowed, ", ") + ", found '" + *s + "'" +
+                did_you_mean(*s, allowed));
       return std::nullopt;
     }
     return s;
@@ -352,6 +403,8 @@ class SpecLoader {
   Spec load(const YAML::Node& root) {
     Spec spec;
     spec.file = fs::absolute(fs::path(r_.file())).lexically_normal().string();
+    // report.dir: a given one is relative to the spec's folder; the default is in the current one.
+    spec.report_dir = fs::absolute(spec.report_dir).lexically_normal().string();
     if (!root.IsMap()) {
       r_.error(root, "",
                "a spec is a YAML mapping with keys version, workload, stages, ...; found " +
@@ -387,7 +440,7 @@ class SpecLoader {
       if (r_.expect_map(n, "report")) {
         r_.check_keys(n, "report", {"dir"});
         if (auto d = n["dir"])
-          if (auto v = r_.string(d, "report.dir")) spec.report_dir = *v;
+          if (auto v = r_.string(d, "report.dir")) spec.report_dir = resolve(*v);
       }
     }
     cross_checks(root, spec);
@@ -589,9 +642,10 @@ class SpecLoader {
           std::string pp = p + ".params." + name;
           if (std::find(kBuiltinParams.begin(), kBuiltinParams.end(), name) ==
               kBuiltinParams.end()) {
-            std::string guess = closest_match(name, kBuiltinParams);
+            std::string hint = did_you_mean(name, kBuiltinParams);
             r_.error(kv.first, pp,
-                     "unknown param" + (guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+                     "unknown param" +
+                         (hint.empty() ? " (params: " + join(kBuiltinParams, ", ") + ")" : hint));
             continue;
           }
           IntBound b;
@@ -661,10 +715,8 @@ class SpecLoader {
       }
       for (const auto& [name, at] : *names) {
         if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-        std::string guess = closest_match(name, known);
-        std::string msg =
-            "placeholder {" + name + "} names no param (known: " + join(known, ", ") + ")";
-        if (!guess.empty()) msg += "; did you mean {" + guess + "}?";
+        std::string msg = "placeholder {" + name + "} names no param (known: " + join(known, ", ") +
+                          ")" + did_you_mean(name, known, "{", "}");
         r_.error(cmd[i].Mark(), ip, msg, static_cast<int>(at) + quote);
       }
     }
@@ -750,7 +802,23 @@ class SpecLoader {
     if (auto k = n["kind"])
       if (auto v = r_.one_of(k, "launcher.kind", launcher_kind_names())) spec.launcher.kind = *v;
     if (auto k = n["hosts"])
-      if (auto v = r_.names(k, "launcher.hosts")) spec.launcher.hosts = *v;
+      if (auto v = r_.names(k, "launcher.hosts")) {
+        spec.launcher.hosts = *v;
+        // A host is one argv word of ssh, srun or the prefix: one starting with '-' would be
+        // read as an option (ssh -oProxyCommand=...), a space or control character splits it.
+        for (size_t i = 0; i < v->size(); ++i) {
+          const std::string& h = (*v)[i];
+          bool odd = std::any_of(h.begin(), h.end(), [](char c) {
+            const auto u = static_cast<unsigned char>(c);
+            return std::isspace(u) || u < 0x20;
+          });
+          if (starts_with(h, "-") || odd)
+            r_.error(k[i], "launcher.hosts[" + std::to_string(i) + "]",
+                     "'" + visible_text(h) + "' is not a host name (it " +
+                         (odd ? "holds a space or a control character" : "starts with '-'") +
+                         ")");
+        }
+      }
     if (auto k = n["prefix"])
       if (auto v = r_.string(k, "launcher.prefix")) spec.launcher.prefix = *v;
     if (auto k = n["master_addr"])

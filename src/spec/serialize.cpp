@@ -152,9 +152,13 @@ static void emit(YAML::Emitter& out, const json& j) {
     case json::value_t::string: {
       // Quote strings that would read back as another type ("37" must stay a string).
       const std::string& s = j.get_ref<const std::string&>();
-      YAML::Node probe = YAML::Load(s.empty() ? "''" : s);
-      bool plain_ok =
-          probe.IsScalar() && probe.Scalar() == s && probe.Tag() == "?" && !looks_typed(s);
+      // A string that does not even parse as YAML (a leading backtick, '@', '%') is quoted too.
+      bool plain_ok = false;
+      try {
+        YAML::Node probe = YAML::Load(s.empty() ? "''" : s);
+        plain_ok = probe.IsScalar() && probe.Scalar() == s && probe.Tag() == "?" && !looks_typed(s);
+      } catch (const YAML::Exception&) {
+      }
       if (!plain_ok) out << YAML::DoubleQuoted;
       out << s;
       break;
@@ -169,7 +173,8 @@ static void emit(YAML::Emitter& out, const json& j) {
       out << j.get<uint64_t>();
       break;
     case json::value_t::number_float:
-      out << j.get<double>();
+      // The shortest text that reads back as the same double: 0.95, not 0.94999999999999996.
+      out << j.dump();
       break;
     default:
       out << YAML::Null;

@@ -139,6 +139,7 @@ struct Spec {
   ReduceSpec reduce;
   Limits limits;
   MatchSpec match;
+  // Absolute once loaded: report.dir against the spec's folder, the default in the current one.
   std::string report_dir = "ddpbisect-out";
 
   const Stage* find_stage(const std::string& name) const;

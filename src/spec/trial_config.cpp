@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/text.hpp"
+#include "spec/loader.hpp"
 #include "spec/serialize.hpp"
 
 namespace ddpbisect {
@@ -142,21 +143,49 @@ TrialConfig cheap_variant(const TrialConfig& full) {
   TrialConfig c = full;
   if (auto it = c.params.find("steps"); it != c.params.end() && it->second > 8)
     it->second = std::max<int64_t>(8, it->second / 4);
-  if (c.samples.size() > 256)
-    c.samples = c.samples.prefix(std::max<int64_t>(256, c.samples.size() / 4));
+  // At most a quarter of the samples (as the README says), where there are enough to cut.
+  if (c.samples.size() > 256) c.samples = c.samples.prefix(c.samples.size() / 4);
   return c;
 }
 
 std::string describe_config(const TrialConfig& c) {
-  auto plural = [](int64_t n, const char* what) {
-    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-  };
-  std::string s = std::to_string(c.nodes) + "x" + std::to_string(c.procs_per_node) + " ranks, " +
+  // "1 rank", "2 ranks", "2 nodes x 2 ranks"
+  std::string ranks = c.nodes > 1 ? plural(c.nodes, "node") + " x " + plural(c.procs_per_node, "rank")
+                                  : plural(c.world_size(), "rank");
+  std::string s = ranks + ", " +
                   plural(c.samples.size(), "sample") + ", " +
                   plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
                   plural(static_cast<int64_t>(c.features.size()), "feature");
   for (const auto& [k, v] : c.params) s += ", " + k + "=" + std::to_string(v);
   return s;
+}
+
+RankConfigRead read_rank_config(const std::string& text, const std::string& file) {
+  RankConfigRead out;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    out.errors.push_back(file + ": not JSON");
+    return out;
+  }
+  if (!j.is_object() || !j.contains("spec") || !j.contains("trial")) {
+    out.errors.push_back(file + ": needs an object with keys spec and trial");
+    return out;
+  }
+  // JSON is YAML: the normalized spec goes through the same validating loader as any spec.
+  LoadResult r =
+      load_spec_text(j["spec"].dump(-1, ' ', false, json::error_handler_t::replace), file);
+  for (const auto& e : r.errors) out.errors.push_back(e.to_string());
+  if (!r.spec) return out;
+  if (!j["trial"].is_object()) {
+    out.errors.push_back(file + ": trial: expected an object");
+    return out;
+  }
+  try {
+    out.config = RankConfig{std::move(*r.spec), TrialConfig::from_json(j["trial"])};
+  } catch (const std::exception& e) {  // a missing or mistyped field, bad samples
+    out.errors.push_back(file + ": trial: " + e.what());
+  }
+  return out;
 }
 
 }  // namespace ddpbisect

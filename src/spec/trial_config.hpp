@@ -4,6 +4,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,17 @@ std::string describe_config(const TrialConfig& c);
 
 // What ranks read from DDPBISECT_CONFIG: {"spec": normalized spec, "trial": TrialConfig}.
 nlohmann::json rank_config_json(const Spec& spec, const TrialConfig& trial);
+
+// rank_config_json read back (the worker's config.json): the spec through the same validating
+// loader as any spec, then the trial. Never throws: a bad file yields `errors`, each naming `file`.
+struct RankConfig {
+  Spec spec;
+  TrialConfig trial;
+};
+struct RankConfigRead {
+  std::optional<RankConfig> config;  // set exactly when `errors` is empty
+  std::vector<std::string> errors;
+};
+RankConfigRead read_rank_config(const std::string& text, const std::string& file);
 
 }  // namespace ddpbisect

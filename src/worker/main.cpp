@@ -6,7 +6,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "spec/loader.hpp"
@@ -35,21 +34,14 @@ int run(const std::string& config_path) {
   DDPB_PHASE();
   std::ifstream in(config_path);
   if (!in) return usage(("ddpbisect-worker: cannot read config " + config_path).c_str());
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    return usage(("ddpbisect-worker: " + config_path + ": not JSON: " + e.what()).c_str());
-  }
-  if (!j.contains("spec") || !j.contains("trial"))
-    return usage(("ddpbisect-worker: " + config_path + ": needs keys spec and trial").c_str());
-  // JSON is YAML: the normalized spec goes through the same validating loader as any spec.
-  LoadResult r = load_spec_text(j["spec"].dump(), config_path);
-  if (!r.spec || !r.spec->builtin) {
-    for (const auto& e : r.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
-    return usage("ddpbisect-worker: the config's spec is not a valid builtin workload");
-  }
-  TrialConfig trial = TrialConfig::from_json(j["trial"]);
+  std::stringstream text;
+  text << in.rdbuf();
+  RankConfigRead read = read_rank_config(text.str(), config_path);
+  for (const auto& e : read.errors) std::fprintf(stderr, "%s\n", e.c_str());
+  if (!read.config || !read.config->spec.builtin)
+    return usage("ddpbisect-worker: the config is not a valid built-in workload and trial");
+  const Spec& spec = read.config->spec;
+  const TrialConfig& trial = read.config->trial;
   RankEnv env = RankEnv::from_environment();
   install_stack_dump_handlers(env.rank);
   if (const char* probe = std::getenv("DDPBISECT_PROBE"); probe && *probe) {
@@ -59,7 +51,7 @@ int run(const std::string& config_path) {
     allreduce_probe(env, max && *max ? std::atoll(max) : (16 << 20), 5);
     return 0;
   }
-  train(*r.spec, trial, env);
+  train(spec, trial, env);
   return 0;
 }
 }  // namespace

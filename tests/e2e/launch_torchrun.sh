@@ -45,7 +45,7 @@ import glob, json, sys
 r = json.load(open(sys.argv[1] + "/red/report.json"))
 m, s = r["minimal"], r["signature"]
 assert (m["nodes"], m["procs_per_node"]) == (2, 2), m
-assert m["samples"] == "3", m
+assert m["sample_indices"] == "3", m
 assert s["exception"] == "ValueError" and s["frame"] == "torchrun_train.py:check_label", s
 assert s["ranks"] == [3], s
 for f in glob.glob(sys.argv[1] + "/red/trials/*/outcome.json"):

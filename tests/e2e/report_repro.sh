@@ -6,7 +6,7 @@
 # Usage: report_repro.sh DDPBISECT REPO_ROOT
 set -u
 source "$(dirname "$0")/lib.sh"
-bin=$1
+bin=$(realpath "$1")
 root=$2
 worker=$(dirname "$bin")/ddpbisect-worker
 tmp=$(mktemp -d)
@@ -20,6 +20,84 @@ out=$tmp/out
   { bad "reduction exited $?"; cat "$tmp/err" >&2; }
 grep -q "next: ddpbisect check" "$tmp/summary" && grep -q "report.html" "$tmp/summary" && ok ||
   bad "the terminal summary lacks the report paths or the next command"
+
+# The summary and report.md lead with "rank N: Exception: message (file:line)".
+head -2 "$tmp/summary" | grep -qE '^  failure: +rank 1: RuntimeError: rank one broke .*\(faults\.cpp:[0-9]+\)$' && ok ||
+  { bad "the summary does not lead with the root cause's headline"; head -3 "$tmp/summary" >&2; }
+head -1 "$out/report.md" | grep -qE '^# rank 1: RuntimeError: rank one broke .*\(faults\.cpp:[0-9]+\)$' && ok ||
+  { bad "report.md does not lead with the headline"; head -3 "$out/report.md" >&2; }
+python3 "$root/tests/e2e/md_check.py" "$out/report.md" && ok || bad "report.md: markdown structure"
+
+# report.md pasted into a fresh folder with repro/: its Reproduce commands work as written.
+fresh=$tmp/fresh
+mkdir -p "$fresh" && cp -r "$out/report.md" "$out/repro" "$fresh/"
+py '
+import re, sys
+md = open(sys.argv[1]).read()
+block = re.search(r"## Reproduce\n.*?```sh\n(.*?)```", md, re.S).group(1)
+for line in block.splitlines():
+    print(line.split("  #")[0].strip())
+' "$fresh/report.md" >"$tmp/commands"
+[[ $(head -1 "$tmp/commands") == "cd repro" ]] && ! grep -q "$out" "$tmp/commands" && ok ||
+  { bad "the repro commands are not relative to the report's folder"; cat "$tmp/commands" >&2; }
+(
+  cd "$fresh" || exit 9
+  export DDPBISECT_WORKER=$worker REPRO_TIMEOUT=60 PATH="$(dirname "$bin"):$PATH"
+  while read -r cmd; do
+    [[ -z $cmd ]] && continue
+    if [[ $cmd == cd* ]]; then eval "$cmd" || exit 9; continue; fi
+    timeout 120 bash -c "$cmd" >"$tmp/cmd.out" 2>&1; rc=$?
+    case $cmd in
+      "bash run.sh" | "python3 repro.py") want=1 ;;  # the failure, reproduced
+      *) want=0 ;;                                      # check: the expectation holds
+    esac
+    [[ $rc == "$want" ]] || { echo "'$cmd' exited $rc, want $want" >&2; tail -5 "$tmp/cmd.out" >&2; exit 1; }
+  done <"$tmp/commands"
+) && ok || bad "a Reproduce command of report.md failed in a fresh folder"
+ls "$fresh/repro/ddpbisect-check/trials" >/dev/null 2>&1 && ok ||
+  bad "check did not work under the repro's own folder (report.dir: ddpbisect-check)"
+
+# The environment block is `python -m torch.utils.collect_env` of the same interpreter, field for
+# field (the clock speed aside, which moves).
+probe_py=$(py 'import json,sys; print(json.load(open(sys.argv[1]))["environment"]["python_probe"])' "$out/report.json")
+"$probe_py" -m torch.utils.collect_env >"$tmp/collect_env.txt" 2>/dev/null
+py '
+import re, sys
+md, ref = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+block = re.search(r"`python -m torch.utils.collect_env`, run by .*?:\n\n```\n(.*?)```", md, re.S).group(1)
+def fields(text):
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([^:\[][^:]*?):\s+(.*)$", line)
+        if m and "MHz" not in m.group(1):
+            out[m.group(1)] = m.group(2).strip()
+        elif line.startswith("["):
+            out[line] = ""
+    return out
+got, want = fields(block), fields(ref)
+assert len(want) > 15, want
+missing = {k: v for k, v in want.items() if got.get(k) != v}
+assert not missing, f"report.md differs from collect_env on: {missing}"
+' "$out/report.md" "$tmp/collect_env.txt" && ok || bad "report.md: the environment block is not collect_env"
+
+# report.html: no raw null or [] shown; round time ticks; the trace axis numbers its trials.
+py '
+import re, sys
+html = open(sys.argv[1]).read()
+text = re.sub(r"<[^>]+>", "\n", html)
+raw = [t.strip() for t in text.split("\n") if t.strip() in ("null", "[]", "{}")]
+assert not raw, f"raw JSON in report.html: {raw}"
+import math
+for svg in re.findall(r"<svg id=\"timeline-.*?</svg>", html, re.S):
+    ticks = [float(v) for v in re.findall(r"<text class=\"tick\"[^>]*>([\d.]+) s</text>", svg)]
+    assert len(ticks) >= 3 and ticks[0] == 0, ticks
+    step = ticks[1] - ticks[0]
+    mant = step / 10 ** math.floor(math.log10(step))
+    assert round(mant, 6) in (1, 2, 5), f"time ticks not round: {ticks}"
+    assert all(abs(t - i * step) < 1e-6 for i, t in enumerate(ticks)), ticks
+trials = [int(v) for v in re.findall(r"class=\"tick trial-tick\"[^>]*>(\d+)</text>", html)]
+assert trials and trials[0] in (1, 2, 5, 10) and all(b - a == trials[0] for a, b in zip(trials, trials[1:])), trials
+' "$out/report.html" && ok || bad "report.html: raw JSON, uneven ticks or no trial numbers"
 
 # report.json: every documented field, with the right types.
 py '

@@ -67,23 +67,16 @@ class FlatDdminPass : public Pass {
     };
     ItemSet every(units.size());
     for (size_t i = 0; i < units.size(); ++i) every[i] = i;
-    ItemSet kept = ddmin(
-        every,
-        [&](const std::vector<ItemSet>& candidates) {
-          std::vector<TrialConfig> configs;
-          std::vector<size_t> valid;
-          for (size_t i = 0; i < candidates.size(); ++i) {
-            TrialConfig c = config_of(candidates[i]);
-            if (c.samples.empty()) continue;  // no samples is not a configuration
-            configs.push_back(c);
-            valid.push_back(i);
-          }
-          auto verdicts = oracle.interesting_batch(configs);
-          std::vector<bool> out(candidates.size(), false);
-          for (size_t k = 0; k < valid.size(); ++k) out[valid[k]] = verdicts[k];
-          return out;
-        },
-        /*try_empty=*/false, /*complement_first=*/false);
+    ItemSet kept;
+    run_search(oracle, [&](const Ask& ask) {
+      kept = ddmin(
+          every,
+          [&](const ItemSet& items) {
+            TrialConfig c = config_of(items);
+            return !c.samples.empty() && ask(c);  // no samples is not a configuration
+          },
+          /*try_empty=*/false, /*complement_first=*/false);
+    });
     TrialConfig result = config_of(kept);
     if (result.canonical() == base.canonical()) return false;
     s.accept(result, name(), oracle);

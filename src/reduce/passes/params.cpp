@@ -1,5 +1,5 @@
-// Integer params (all but steps): probe the smallest value, then binary search for the smallest
-// value that still fails.
+// Integer params (all but steps): for each in turn, probe the smallest value, then binary search
+// for the smallest value that still fails.
 #include "reduce/engine.hpp"
 #include "reduce/pass.hpp"
 
@@ -8,23 +8,30 @@ namespace {
 class ParamsPass : public Pass {
  public:
   bool run(ReductionState& s, Oracle& oracle) override {
-    bool progress = false;
     std::vector<std::string> names;
     for (const auto& [k, v] : s.best.params)
       if (k != "steps" && v > 1) names.push_back(k);
-    for (const auto& k : names) {
-      const int64_t current = s.best.params.at(k);
-      int64_t v = smallest_interesting(1, current, [&](int64_t x) {
-        TrialConfig c = s.best;
-        c.params[k] = x;
-        return x == current || oracle.interesting(c);
-      });
-      if (v < current) {
-        TrialConfig c = s.best;
-        c.params[k] = v;
-        s.accept(c, name() + "." + k, oracle);
-        progress = true;
+    if (names.empty()) return false;
+    std::map<std::string, int64_t> found;  // each param's smallest failing value, in turn
+    run_search(oracle, [&](const Ask& ask) {
+      TrialConfig c = s.best;
+      for (const auto& k : names) {
+        const int64_t current = c.params.at(k);
+        c.params[k] = smallest_interesting(1, current, [&](int64_t x) {
+          TrialConfig t = c;
+          t.params[k] = x;
+          return x == current || ask(t);
+        });
+        found[k] = c.params[k];
       }
+    });
+    bool progress = false;
+    for (const auto& k : names) {
+      if (found[k] >= s.best.params.at(k)) continue;
+      TrialConfig c = s.best;
+      c.params[k] = found[k];
+      s.accept(c, name() + "." + k, oracle);
+      progress = true;
     }
     return progress;
   }

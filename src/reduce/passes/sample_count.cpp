@@ -10,15 +10,17 @@ class SampleCountPass : public Pass {
     const int64_t n = s.best.samples.size();
     if (n <= 1) return false;
     const IndexSet all = s.best.samples;
-    int64_t k = smallest_interesting(1, n, [&](int64_t v) {
+    auto with = [&](int64_t count) {
       TrialConfig c = s.best;
-      c.samples = all.prefix(v);
-      return v == n || oracle.interesting(c);
+      c.samples = all.prefix(count);
+      return c;
+    };
+    int64_t k = n;
+    run_search(oracle, [&](const Ask& ask) {
+      k = smallest_interesting(1, n, [&](int64_t v) { return v == n || ask(with(v)); });
     });
     if (k >= n) return false;
-    TrialConfig c = s.best;
-    c.samples = all.prefix(k);
-    s.accept(c, name(), oracle);
+    s.accept(with(k), name(), oracle);
     return true;
   }
 };

@@ -18,8 +18,11 @@ class SampleIndicesPass : public Pass {
     };
     ItemSet every(all.size());
     for (size_t i = 0; i < all.size(); ++i) every[i] = i;
-    ItemSet kept = find_culprits(every, [&](const ItemSet& items) {
-      return !items.empty() && (items.size() == all.size() || oracle.interesting(config_of(items)));
+    ItemSet kept;
+    run_search(oracle, [&](const Ask& ask) {
+      kept = find_culprits(every, [&](const ItemSet& items) {
+        return !items.empty() && (items.size() == all.size() || ask(config_of(items)));
+      });
     });
     if (kept.size() >= all.size()) return false;
     s.accept(config_of(kept), name(), oracle);

@@ -11,26 +11,33 @@ class StepsPass : public Pass {
     auto it = s.best.params.find("steps");
     if (it == s.best.params.end() || it->second <= 1) return false;
     const int64_t current = it->second;
-    int64_t lo = 1;
+    std::optional<int64_t> cut;
     if (const RunRecord* r = oracle.matching_run(s.best); r && r->last_step >= 0) {
       // Steps 0..last_step completed, the failure came in the next one.
       // Fewer steps cannot reach the failing step: no search below the cut.
-      int64_t cut = r->last_step + 2;
-      if (cut >= current) return false;
-      TrialConfig c = s.best;
-      c.params["steps"] = cut;
-      if (s.try_accept(c, name(), oracle)) return true;
-      lo = cut + 1;  // it needs more steps than the one it failed at: search above the cut
+      cut = r->last_step + 2;
+      if (*cut >= current) return false;
     }
-    int64_t best = smallest_interesting(lo, current, [&](int64_t v) {
+    auto with = [&](int64_t steps) {
       TrialConfig c = s.best;
-      c.params["steps"] = v;
-      return v == current || oracle.interesting(c);
+      c.params["steps"] = steps;
+      return c;
+    };
+    int64_t best = current;
+    run_search(oracle, [&](const Ask& ask) {
+      int64_t lo = 1;
+      if (cut) {
+        if (ask(with(*cut))) {
+          best = *cut;
+          return;
+        }
+        lo = *cut + 1;  // it needs more steps than the one it failed at: search above the cut
+      }
+      best = smallest_interesting(
+          lo, current, [&](int64_t v) { return v == current || ask(with(v)); });
     });
     if (best >= current) return false;
-    TrialConfig c = s.best;
-    c.params["steps"] = best;
-    s.accept(c, name(), oracle);
+    s.accept(with(best), name(), oracle);
     return true;
   }
 };

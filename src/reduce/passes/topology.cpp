@@ -24,13 +24,18 @@ class TopologyPass : public Pass {
       c.procs_per_node = p;
       candidates.push_back(c);
     }
-    auto verdicts = oracle.interesting_batch(candidates);
-    for (size_t i = 0; i < candidates.size(); ++i)
-      if (verdicts[i]) {
-        s.accept(candidates[i], name(), oracle);
-        return true;
-      }
-    return false;
+    std::optional<TrialConfig> found;  // the first that fails, in order
+    run_search(oracle, [&](const Ask& ask) {
+      found.reset();
+      for (const auto& c : candidates)
+        if (ask(c)) {
+          found = c;
+          return;
+        }
+    });
+    if (!found) return false;
+    s.accept(*found, name(), oracle);
+    return true;
   }
 };
 }  // namespace

@@ -20,6 +20,46 @@ TEST(Text, EditDistanceAndSuggestions) {
   EXPECT_EQ(closest_match("zzzzzz", {"builtin", "command"}), "");
 }
 
+TEST(Text, ASwapOfNeighboursIsOneEdit) {
+  EXPECT_EQ(edit_distance("rasie", "raise"), 1u);
+  EXPECT_EQ(edit_distance("ab", "ba"), 1u);
+  EXPECT_EQ(edit_distance("ca", "abc"), 3u);  // optimal string alignment, not Damerau
+  EXPECT_EQ(closest_match("rasie", {"raise", "abort", "exit"}), "raise");
+  EXPECT_EQ(closest_match("stpes", {"steps", "batch_size"}), "steps");
+  EXPECT_EQ(closest_match("modle", {"model", "dataset"}), "model");
+}
+
+TEST(Text, SuggestByCaseMeaningThenTypo) {
+  const std::vector<std::pair<std::string, std::string>> meanings = {{"gpu", "cuda"},
+                                                                     {"srun", "slurm"}};
+  EXPECT_EQ(suggest("CUDA", {"cpu", "cuda"}, meanings), "cuda");
+  EXPECT_EQ(suggest("gpu", {"cpu", "cuda"}, meanings), "cuda");  // a typo distance says cpu
+  EXPECT_EQ(suggest("GPU", {"cpu", "cuda"}, meanings), "cuda");
+  EXPECT_EQ(suggest("gpu", {"cpu", "tpu"}, meanings), "cpu");  // cuda is not offered here
+  EXPECT_EQ(suggest("srun", {"local", "ssh", "slurm"}, meanings), "slurm");
+  EXPECT_EQ(suggest("zzzzzz", {"local", "ssh"}, meanings), "");
+}
+
+TEST(Text, NumbersAsPeopleWriteThem) {
+  EXPECT_EQ(format_number(0.919667), "0.92");
+  EXPECT_EQ(format_number(0.94999999999999996), "0.95");
+  EXPECT_EQ(format_number(0.050000000000000003), "0.05");
+  EXPECT_EQ(format_number(3.0), "3");
+  EXPECT_EQ(format_number(12.5, 1), "12.5");
+  EXPECT_EQ(format_number(-0.001), "0");
+  EXPECT_EQ(plural(1, "rank"), "1 rank");
+  EXPECT_EQ(plural(2, "rank"), "2 ranks");
+  EXPECT_EQ(plural(0, "answer"), "0 answers");
+  EXPECT_EQ(plural(3, "process", "processes"), "3 processes");
+}
+
+TEST(Text, FailureHeadline) {
+  EXPECT_EQ(failure_headline(1, "RuntimeError", "planted failure\nmore", "trainer.cpp:42"),
+            "rank 1: RuntimeError: planted failure (trainer.cpp:42)");
+  EXPECT_EQ(failure_headline(-1, "", "Segmentation fault", ""), "Segmentation fault");
+  EXPECT_EQ(failure_headline(0, "SIGKILL", "", ""), "rank 0: SIGKILL");
+}
+
 TEST(Text, ShellQuote) {
   EXPECT_EQ(shell_quote("train.py"), "train.py");
   EXPECT_EQ(shell_quote("a b"), "'a b'");

@@ -12,8 +12,8 @@ StopPolicy policy() {
 }
 
 StopDecision at(StopPolicy& p, double t, bool hung = false, bool interrupted = false,
-                bool resource = false) {
-  return p.decide({t, hung, interrupted, resource});
+                bool resource = false, bool cancelled = false) {
+  return p.decide({t, hung, interrupted, resource, cancelled});
 }
 
 void expect(const StopDecision& d, StopAction action, StopReason reason) {
@@ -79,6 +79,19 @@ TEST(StopPolicy, AnInterruptKillsAtOnceEvenDuringAStackRequest) {
   EXPECT_EQ(p.reason(), StopReason::Interrupt);
 }
 
+TEST(StopPolicy, ACancellationKillsAtOnceAndAnInterruptStillWins) {
+  StopPolicy p = policy();
+  expect(at(p, 3.0), StopAction::None, StopReason::None);
+  expect(at(p, 7.0, true), StopAction::RequestStacks, StopReason::Hang);
+  expect(at(p, 7.1, true, false, false, /*cancelled=*/true), StopAction::KillAll,
+         StopReason::Cancel);
+  expect(at(p, 7.2, true, false, false, true), StopAction::None, StopReason::None);
+  expect(at(p, 7.3, true, /*interrupted=*/true, false, true), StopAction::KillAll,
+         StopReason::Interrupt);
+  expect(at(p, 7.4, true, true, false, true), StopAction::None, StopReason::None);
+  EXPECT_EQ(p.reason(), StopReason::Interrupt);
+}
+
 TEST(StopPolicy, AStartFailureKillsTheStartedRanks) {
   StopPolicy p = policy();
   p.on_start_failure();
@@ -97,8 +110,8 @@ TEST(StopPolicy, AResourceLimitKillsWithoutWaitingForDumps) {
 
 TEST(StopReason, SpellsEveryReasonAndReadsItBack) {
   for (StopReason r : {StopReason::None, StopReason::EarlyStop, StopReason::Hang,
-                       StopReason::Timeout, StopReason::Interrupt, StopReason::StartFailure,
-                       StopReason::ResourceLimit})
+                       StopReason::Timeout, StopReason::Interrupt, StopReason::Cancel,
+                       StopReason::StartFailure, StopReason::ResourceLimit})
     EXPECT_EQ(parse_stop_reason(to_string(r)), r) << to_string(r);
   EXPECT_STREQ(to_string(StopReason::EarlyStop), "early_stop");
   EXPECT_FALSE(parse_stop_reason("later"));

@@ -44,8 +44,8 @@ TEST(Verdict, TheFirstFailedRankNamesTheFailure) {
 }
 
 TEST(Verdict, HangAndTimeoutAreFailuresWithTheirOwnReason) {
-  TrialOutcome o = two_ranks(rank(0, -1, SIGKILL, StopReason::Hang),
-                             rank(1, -1, SIGKILL, StopReason::Hang));
+  TrialOutcome o =
+      two_ranks(rank(0, -1, SIGKILL, StopReason::Hang), rank(1, -1, SIGKILL, StopReason::Hang));
   o.stop = StopReason::Hang;
   Verdict v = judge_trial(o, {});
   EXPECT_EQ(v.status, TrialStatus::Fail);
@@ -60,7 +60,8 @@ TEST(Verdict, NotTheBugIsInfra) {
   Verdict v = judge_trial(o, {});
   EXPECT_EQ(v.status, TrialStatus::Infra);
   EXPECT_EQ(v.reason, "MASTER_PORT 29501 was taken (address already in use)");
-  Verdict s = judge_trial(two_ranks(rank(0, 0), rank(1, -1)), {"rank 1: cannot run x: No such file", ""});
+  Verdict s =
+      judge_trial(two_ranks(rank(0, 0), rank(1, -1)), {"rank 1: cannot run x: No such file", ""});
   EXPECT_EQ(s.status, TrialStatus::Infra);
   EXPECT_EQ(s.reason, "rank 1: cannot run x: No such file");
 }
@@ -87,7 +88,7 @@ TEST(Verdict, AResourceLimitIsReportedAsSuch) {
   EXPECT_TRUE(d.failed);
   EXPECT_EQ(d.signature.category, "resource_limit");
   EXPECT_EQ(d.signature.exception, "limits.memory");
-  EXPECT_EQ(d.root.rank, 1);
+  EXPECT_EQ(d.root.rank(), 1);
   EXPECT_EQ(refine_verdict(v, d).reason, v.reason);
 }
 
@@ -95,7 +96,7 @@ TEST(Verdict, TheDiagnosisRefinesAFailure) {
   Verdict fail{TrialStatus::Fail, "rank 1 exited with code 1"};
   Diagnosis d;
   d.failed = true;
-  d.root.rank = 1;
+  d.root.origin.rank = 1;
   d.root.category = "infra";
   d.root.message = "The server socket has failed to listen on any local network address.";
   Verdict infra = refine_verdict(fail, d);
@@ -109,4 +110,14 @@ TEST(Verdict, TheDiagnosisRefinesAFailure) {
   EXPECT_EQ(named.status, TrialStatus::Fail);
   EXPECT_EQ(named.reason, "rank 1: " + d.signature.to_string());
   EXPECT_EQ(refine_verdict({TrialStatus::Pass, "ok"}, d).status, TrialStatus::Pass);
+}
+
+TEST(Verdict, ACancelledTrialIsNeverJudged) {
+  TrialOutcome o;
+  o.stop = StopReason::Cancel;
+  o.ranks.push_back(RankRecord{});
+  o.ranks.back().exit_code = 1;  // a failure seen before the cancellation does not count
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Interrupted);
+  EXPECT_EQ(v.reason, "cancelled: the reducer no longer needed its answer");
 }

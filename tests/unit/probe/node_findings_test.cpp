@@ -89,3 +89,57 @@ TEST(NodeFindings, AProbeThatDidNotRunIsAFailureNotACrash) {
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->message.find("refused"), std::string::npos);
 }
+
+// Each check alone, on the reports it reads.
+TEST(NodeChecks, ResourcesWarnBelowOneGiB) {
+  auto low = node("1");
+  low["mem_available_bytes"] = 0.5 * (1 << 30);
+  low["disk_free_bytes"] = 0.25 * (1 << 30);
+  std::vector<Finding> out;
+  check_resources({node("1"), low}, out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].check, "memory");
+  EXPECT_EQ(out[0].node, 1);
+  EXPECT_EQ(out[1].check, "disk");
+  EXPECT_NE(out[1].message.find("0.2 GiB"), std::string::npos) << out[1].message;
+  out.clear();
+  check_resources({node("1"), json(nullptr)}, out);  // a node whose probe did not run
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(NodeChecks, VariablesThatDifferAreOneWarningWithEveryValue) {
+  auto a = node("1"), b = node("1");
+  a["variables"] = {{"NCCL_IB_DISABLE", "1"}, {"NCCL_SOCKET_IFNAME", "eth0"}};
+  b["variables"] = {{"NCCL_SOCKET_IFNAME", "eth0"}};
+  std::vector<Finding> out;
+  check_variables({a, b}, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].status, FindingStatus::Warn);
+  EXPECT_TRUE(out[0].differs);
+  EXPECT_NE(out[0].message.find("node 0 = 1"), std::string::npos) << out[0].message;
+  EXPECT_NE(out[0].message.find("node 1 = (unset)"), std::string::npos) << out[0].message;
+}
+
+TEST(NodeChecks, GpusFewerThanRanksOnlyForCudaStages) {
+  auto n = node("1");
+  n["gpus"] = json::array({"H200"});
+  std::vector<Finding> out;
+  check_gpus({n}, Stage{"s", 1, 2, "cuda"}, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].message.find("for 2 ranks"), std::string::npos) << out[0].message;
+  out.clear();
+  check_gpus({n}, Stage{"s", 1, 2, "cpu"}, out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(NodeChecks, ReachKeepsOnlyTheReportsThatRan) {
+  std::vector<json> ok;
+  std::vector<Finding> out;
+  check_reach({node("1"), json{{"probe_error", "exit 255"}}, json(nullptr)}, ok, out);
+  ASSERT_EQ(ok.size(), 3u);
+  EXPECT_TRUE(ok[0].is_object());
+  EXPECT_TRUE(ok[1].is_null());
+  EXPECT_TRUE(ok[2].is_null());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].message.find("the probe did not run on node 2: no output"), 0u);
+}

@@ -1,16 +1,27 @@
 #include <gtest/gtest.h>
 
 #include "common/text.hpp"
+#include "report/headline.hpp"
 #include "report/repro.hpp"
 #include "spec/loader.hpp"
 
 using namespace ddpbisect;
 
-TEST(MarkupEscape, EscapesMarkupAndQuotesAndDropsControlCharacters) {
+TEST(MarkupEscape, EscapesMarkupAndQuotesAndShowsControlCharacters) {
   EXPECT_EQ(markup_escape("<a href=\"x\">it's & done</a>"),
             "&lt;a href=&quot;x&quot;&gt;it&#39;s &amp; done&lt;/a&gt;");
   EXPECT_EQ(markup_escape("plain\tline\n"), "plain\tline\n");
-  EXPECT_EQ(markup_escape(std::string("bell\x07 esc\x1b[0m")), "bell esc[0m");
+  // ESC and BEL show as their control pictures: the ANSI code is text, not a command.
+  EXPECT_EQ(markup_escape(std::string("bell\x07 esc\x1b[0m")), "bell\u2407 esc\u241b[0m");
+  EXPECT_EQ(markup_escape(std::string("del\x7f")), "del\u2421");
+}
+
+TEST(MarkupEscape, KeepsUtf8AndReplacesWhatIsNot) {
+  EXPECT_EQ(visible_text("caf\u00e9 \u2192 \U0001F600"), "caf\u00e9 \u2192 \U0001F600");
+  EXPECT_EQ(visible_text(std::string("a\xff\xfe b")), "a\ufffd\ufffd b");
+  EXPECT_EQ(visible_text(std::string("trunc\xe2\x82")), "trunc\ufffd\ufffd");
+  EXPECT_EQ(visible_text(std::string("overlong\xc0\xaf")), "overlong\ufffd\ufffd");
+  EXPECT_EQ(visible_text(std::string("surrogate\xed\xa0\x80")), "surrogate\ufffd\ufffd\ufffd");
 }
 
 TEST(ReproPython, QuotesInTheSpecCannotEndTheEmbeddedConfiguration) {
@@ -48,4 +59,37 @@ stages:
   EXPECT_EQ(py.find("@CONFIG_JSON@"), std::string::npos);
   EXPECT_EQ(py.find("@TARGET@"), std::string::npos);
   EXPECT_NE(py.find("TARGET = \"python_exception RuntimeError"), std::string::npos);
+}
+
+TEST(Headline, RootCauseLeadsWithRankExceptionMessageAndPlace) {
+  nlohmann::json root = {{"rank", 1},
+                         {"exception", "RuntimeError"},
+                         {"message", "planted failure\nsecond line"},
+                         {"file", "/src/worker/trainer.cpp"},
+                         {"line", 42}};
+  EXPECT_EQ(root_cause_headline(root), "rank 1: RuntimeError: planted failure (trainer.cpp:42)");
+  EXPECT_EQ(root_cause_headline(nullptr), "");
+  root["file"] = nullptr;
+  root["line"] = nullptr;
+  EXPECT_EQ(root_cause_headline(root), "rank 1: RuntimeError: planted failure");
+}
+
+TEST(Headline, CppFramesAreFoldedIntoOneLine) {
+  std::string tb =
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 3, in <module>\n"
+      "RuntimeError: boom\n"
+      "Exception raised from f at x.cpp:1 (most recent call first):\n"
+      "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f in libc10.so)\n"
+      "frame #1: <unknown function> + 0x1a (0x7f in libtorch_cpu.so)\n"
+      "[rank1]: frame #2: torch::foo() + 0x2\n"
+      "done\n";
+  EXPECT_EQ(fold_cpp_frames(tb),
+            "Traceback (most recent call last):\n"
+            "  File \"train.py\", line 3, in <module>\n"
+            "RuntimeError: boom\n"
+            "Exception raised from f at x.cpp:1 (most recent call first):\n"
+            "  [3 C++ frames folded]\n"
+            "done\n");
+  EXPECT_EQ(fold_cpp_frames("no frames"), "no frames");
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "spec/serialize.hpp"
+#include "spec/trial_config.hpp"
 
 using namespace ddpbisect;
 
@@ -131,4 +132,36 @@ TEST(Loader, ShippedConfigsAreValid) {
     auto r = load_spec_file(std::string(DDPBISECT_SOURCE_DIR) + "/" + f);
     EXPECT_TRUE(r.spec) << f << ": " << (r.errors.empty() ? "" : r.errors[0].to_string());
   }
+}
+
+TEST(CheapVariant, AtMostAQuarterOfTheSamplesAndSteps) {
+  TrialConfig full;
+  full.samples = IndexSet::first_n(486);
+  full.params = {{"steps", 40}};
+  TrialConfig c = cheap_variant(full);
+  EXPECT_EQ(c.samples.size(), 121);  // 486 / 4, not the old floor of 256
+  EXPECT_EQ(c.params["steps"], 10);
+  full.samples = IndexSet::first_n(64);  // too few to cut
+  full.params = {{"steps", 6}};
+  c = cheap_variant(full);
+  EXPECT_EQ(c.samples.size(), 64);
+  EXPECT_EQ(c.params["steps"], 6);
+}
+
+TEST(Loader, NormalizedFormQuotesStringsThatAreNotPlainYaml) {
+  const std::string text = R"YAML(version: 1
+name: "`backtick` @at %pct"
+workload:
+  command: [python3, train.py, "`touch pwned`", "$(id)", "@x", "it's", "a: b", "- c"]
+  samples: 4
+stages:
+  - {name: one, nodes: 1, procs_per_node: 1}
+)YAML";
+  LoadResult r = load_spec_text(text, DDPBISECT_SOURCE_DIR "/tests/specs/x.yaml");
+  ASSERT_TRUE(r.spec) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  const std::string yaml = json_to_yaml(spec_to_json(*r.spec));  // threw on the backtick
+  LoadResult again = load_spec_text(yaml, DDPBISECT_SOURCE_DIR "/tests/specs/x.yaml");
+  ASSERT_TRUE(again.spec) << yaml;
+  EXPECT_EQ(again.spec->command->argv, r.spec->command->argv);
+  EXPECT_EQ(again.spec->name, "`backtick` @at %pct");
 }

@@ -5,6 +5,7 @@ built from named components, and the process group."""
 import argparse
 import math
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -88,6 +89,10 @@ def train(opts, on_step=None, loss_fn=None, use_aux=True, first_sample=False):
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    # The bench's waiting variant (bench/python_zoo.py --wait): a job whose ranks mostly wait, on
+    # a dataset mount before the first step and on storage for every batch, as real jobs do.
+    start_wait, step_wait = (float(w) for w in os.environ.get("ZOO_WAIT", "0,0").split(","))
+    time.sleep(start_wait)
     rank, world, node = init()
     my = shard(opts.samples, rank, world)
     if first_sample:
@@ -98,6 +103,7 @@ def train(opts, on_step=None, loss_fn=None, use_aux=True, first_sample=False):
     optim = torch.optim.SGD(model.parameters(), lr=0.01)
     ctx = argparse.Namespace(rank=rank, world=world, node=node, shard=my, opts=opts, model=model)
     for step, batch in batches(my, opts.batch_size, opts.steps):
+        time.sleep(step_wait)
         if on_step:
             on_step(step, batch, ctx)
         x, y = tensors(batch)

@@ -1,0 +1,35 @@
+// The failure categories: one table (categories.cpp) gives each its name, whether it can be a
+// root cause, the text that marks it and the variables a debug rerun sets for it. Adding a
+// category is one row there plus fixtures (docs/categories.md).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddpbisect {
+
+struct Category {
+  const char* name;
+  bool primary;         // can be a root cause; a secondary one is an echo or infrastructure
+  const char* pattern;  // RE2, matched on "Type: message" or a free log line; "" = none
+  const char* debug;    // "NAME=VALUE ..." a debug rerun sets to learn more about this failure
+  const char* meaning;  // one line for docs and --help
+};
+
+// Every category, in matching order: the first whose pattern matches names an event.
+const std::vector<Category>& categories();
+const Category* find_category(const std::string& name);
+bool is_primary(const std::string& category);
+
+// The environment variables a debug rerun of a failure in `category` should set (empty when
+// none helps). The reducer's debug rerun reads them from here.
+std::map<std::string, std::string> category_debug_variables(const std::string& category);
+
+// The category of an exception from its type and message (python_exception when nothing more
+// specific matches; cpp_exception for a C++ type).
+std::string classify_exception(const std::string& type, const std::string& message);
+// The category of a free-standing log line, or "" when it is not an error line.
+std::string classify_line(const std::string& line);
+
+}  // namespace ddpbisect

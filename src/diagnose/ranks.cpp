@@ -1,0 +1,217 @@
+// Step "ranks" of diagnose (diagnose_steps.hpp): a rank for every event that lacks one, from
+// every source the logs offer, each recorded in Origin::rank_from. A rank no source settles
+// stays unknown; it is never guessed from an event's position alone.
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/text.hpp"
+#include "diagnose/diagnose_steps.hpp"
+#include "diagnose/frames.hpp"
+
+namespace ddpbisect {
+
+namespace {
+
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
+
+void set_rank(Event& e, int rank, const char* how) {
+  e.origin.rank = rank;
+  e.origin.rank_from = how;
+}
+
+// A node-local rank through the launcher's map for that file; with no map anywhere, a
+// single-node job's local rank is its rank.
+std::optional<int> global_of_local(int local, const std::string& source, const Facts& facts) {
+  auto it = facts.local_to_global.find(source);
+  if (it != facts.local_to_global.end()) {
+    auto m = it->second.find(local);
+    if (m != it->second.end()) return m->second;
+    // The map's offset (node_rank * nproc_per_node) applies to every local rank of that node.
+    if (!it->second.empty()) return it->second.begin()->second - it->second.begin()->first + local;
+  }
+  if (facts.local_to_global.empty()) return local;
+  return std::nullopt;
+}
+
+std::optional<int> rank_of_pid(long pid, const std::string& source, const Facts& facts) {
+  if (!pid) return std::nullopt;
+  for (const auto& m : facts.pids) {
+    if (m.pid != pid) continue;
+    if (m.rank) return m.rank;
+    if (m.local_rank) return global_of_local(*m.local_rank, m.source, facts);
+  }
+  for (const auto& r : facts.reports) {
+    if (r.origin.pid != pid || r.ambiguous) continue;
+    if (r.origin.rank) return r.origin.rank;
+    if (r.origin.local_rank) return global_of_local(*r.origin.local_rank, r.source, facts);
+  }
+  (void)source;
+  return std::nullopt;
+}
+
+// How an event ended its process, to match it with a launcher's report of that process.
+int expected_signal(const Event& e) {
+  if (e.exception == "SIGSEGV" || e.exception == "SIGBUS" || e.exception == "SIGFPE") return 11;
+  if (e.category == "cpp_exception" || e.exception == "SIGABRT" ||
+      e.exception.find("::") != std::string::npos || e.category == "collective_mismatch" ||
+      (e.category == "host_oom" && e.frames.empty()))
+    return 6;
+  return 0;
+}
+
+bool report_matches(const ProcessReport& r, const Event& e) {
+  int sig = expected_signal(e);
+  if (sig == 11) return r.signal == 11 || r.signal == 7 || r.signal == 8;
+  if (sig == 6) return r.signal == 6 || (e.category == "host_oom" && r.signal == 9);
+  return !r.signal && r.exit_code && *r.exit_code > 0;
+}
+
+std::optional<int> report_rank(const ProcessReport& r, const Facts& facts) {
+  if (r.ambiguous) return std::nullopt;
+  if (r.origin.rank) return r.origin.rank;
+  if (r.origin.local_rank) return global_of_local(*r.origin.local_rank, r.source, facts);
+  return rank_of_pid(r.origin.pid, r.source, facts);
+}
+
+// The launcher's report of the process this event ended: its first observed failure when that
+// matches, else the only matching report. Prefers reports from the event's own file.
+std::optional<int> launcher_rank(const Event& e, const Facts& facts,
+                                 const std::vector<Event>& events) {
+  auto owned = [&](int rank) {
+    return std::any_of(events.begin(), events.end(), [&](const Event& o) {
+      return o.kind == EventKind::Error && o.origin.rank == rank && real_primary(o);
+    });
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    std::optional<int> root, only;
+    int count = 0;
+    for (const auto& r : facts.reports) {
+      if (r.sent || r.success || (pass == 0 && r.source != e.source) || !report_matches(r, e))
+        continue;
+      auto rank = report_rank(r, facts);
+      if (!rank || owned(*rank)) continue;
+      if (r.root_cause && !root) root = rank;
+      if (!only || *only != *rank) ++count;
+      only = rank;
+    }
+    if (root) return root;
+    if (count == 1) return only;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// The rank most echoes point at (local pointers through the launcher's map).
+std::optional<int> pointed_rank(const Facts& facts) {
+  std::map<int, int> votes;
+  for (const auto& p : facts.pointers) {
+    std::optional<int> to;
+    if (p.to >= 0)
+      to = p.local ? global_of_local(p.to, p.source, facts) : std::optional<int>(p.to);
+    else
+      to = rank_of_pid(p.pid, p.source, facts);
+    if (to && (!p.from || *p.from != *to)) ++votes[*to];
+  }
+  std::optional<int> best;
+  for (const auto& [r, n] : votes)
+    if (!best || n > votes[*best]) best = r;
+  return best;
+}
+
+namespace {
+
+bool ranked_copy(Event& e, const std::vector<Event>& events) {
+  if (e.kind != EventKind::Error || e.exception.empty()) return false;
+  for (const auto& o : events) {
+    if (!o.origin.rank || o.kind != EventKind::Error || o.exception != e.exception ||
+        first_line(o.message) != first_line(e.message) ||
+        frame_key(best_frame(o)) != frame_key(best_frame(e)))
+      continue;
+    set_rank(e, *o.origin.rank, "a copy of its ranked traceback");
+    return true;
+  }
+  return false;
+}
+
+void from_origin(Event& e, const Facts& facts) {
+  if (e.origin.local_rank)
+    if (auto g = global_of_local(*e.origin.local_rank, e.source, facts))
+      return set_rank(e, *g, "local rank");
+  if (auto r = rank_of_pid(e.origin.pid, e.source, facts)) return set_rank(e, *r, "process id");
+  if (e.kind == EventKind::Error && e.category != "launcher")
+    if (auto s = stated_rank(e.message)) return set_rank(e, *s, "message");
+}
+
+}  // namespace
+
+std::set<int> known_world(const std::vector<Event>& events, const Facts& facts,
+                          const DiagnosisInput& input) {
+  std::set<int> world = facts.ranks_seen;
+  for (int r = 0; r < facts.world_size && r < 4096; ++r) world.insert(r);
+  for (const auto& e : events)
+    if (e.origin.rank) world.insert(*e.origin.rank);
+  for (const auto& x : input.exits) world.insert(x.rank);
+  for (const auto& [source, locals] : facts.local_seen)
+    for (int l : locals)
+      if (auto g = global_of_local(l, source, facts)) world.insert(*g);
+  // A launcher's processes on one node: the distinct pids it reported on (stopped, then the
+  // failed one, once per attempt) are its local ranks 0..N-1, at the node's offset.
+  std::map<std::string, std::pair<std::set<long>, size_t>> attempts;  // current, largest
+  for (const auto& r : facts.reports) {
+    if (!r.origin.pid || r.text.rfind("shell: ", 0) == 0) continue;
+    auto& [pids, most] = attempts[r.source];
+    pids.insert(r.origin.pid);
+    most = std::max(most, pids.size());
+    if (r.text.find("failed (exitcode") != std::string::npos) pids.clear();
+  }
+  for (const auto& [source, a] : attempts)
+    for (int l = 0; l < static_cast<int>(a.second) && l < 4096; ++l)
+      if (auto g = global_of_local(l, source, facts)) world.insert(*g);
+  return world;
+}
+
+void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
+  for (auto& e : events)
+    if (!e.origin.rank) from_origin(e, facts);
+  for (auto& e : events)
+    if (!e.origin.rank) ranked_copy(e, events);
+  std::set<int> world = known_world(events, facts, {});
+  std::set<int> silent = world;
+  for (const auto& e : events)
+    if (e.origin.rank) silent.erase(*e.origin.rank);
+  // The rank the others' echoes name, when it printed nothing ranked of its own, is more
+  // specific than a launcher's "first observed failure" (one-second resolution).
+  std::optional<int> pointed = pointed_rank(facts);
+  for (auto& e : events) {
+    if (e.origin.rank || e.kind != EventKind::Error || !is_primary(e.category)) continue;
+    if (pointed && silent.count(*pointed))
+      set_rank(e, *pointed, "the rank its peers' echoes point at");
+    else if (auto r = launcher_rank(e, facts, events))
+      set_rank(e, *r, "launcher's report");
+  }
+  // A shell's bare "Killed" is its foreground command: rank 0 under launchers that run a rank in
+  // the foreground (no launcher agent of its own printed anything).
+  for (auto& e : events)
+    if (!e.origin.rank && e.kind == EventKind::Exit && !facts.launcher_seen && !e.origin.pid &&
+        e.message.find("shell: ") != std::string::npos)
+      set_rank(e, 0, "the shell's foreground process");
+  silent = world;
+  for (const auto& e : events)
+    if (e.origin.rank) silent.erase(*e.origin.rank);
+  for (auto& e : events) {
+    if (e.origin.rank || e.kind != EventKind::Error || !is_primary(e.category)) continue;
+    if (world.size() >= 2 && silent.size() == 1)
+      set_rank(e, *silent.begin(), "the only rank with nothing else to show");
+  }
+  for (auto& e : events)
+    if (!e.origin.rank && e.near_rank && !e.weak && e.category != "launcher" &&
+        (e.kind == EventKind::Stack || !is_primary(e.category)))
+      set_rank(e, *e.near_rank, "the prefixed line before it");
+}
+
+}  // namespace ddpbisect

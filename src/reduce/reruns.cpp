@@ -1,0 +1,31 @@
+#include "reduce/reruns.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ddpbisect {
+
+int reruns_to_trust(double confidence) {
+  const double miss = std::clamp(1.0 - confidence, 1e-9, 0.5);
+  return static_cast<int>(std::ceil(std::log(miss) / std::log(0.5) - 1e-9));
+}
+
+int repeats_for(double rate, double confidence) {
+  if (rate >= 0.999) return 1;
+  const double p = std::max(rate, 0.05);
+  const double miss = std::clamp(1.0 - confidence, 1e-9, 0.5);
+  const int n = static_cast<int>(std::ceil(std::log(miss) / std::log(1.0 - p) - 1e-9));
+  return std::clamp(n, 2, 30);
+}
+
+std::string Tally::text() const {
+  return std::to_string(failures) + " of " + std::to_string(runs);
+}
+
+int confirm_reruns(int requested, bool flaky, int seen, double confidence) {
+  if (requested >= 0) return requested;
+  if (flaky) return kFlakyConfirmRuns;
+  return std::max(0, reruns_to_trust(confidence) - seen);
+}
+
+}  // namespace ddpbisect

@@ -1,0 +1,50 @@
+#include "diagnose/categories.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace ddpbisect;
+
+TEST(Categories, OneTableOneRowEach) {
+  std::set<std::string> names;
+  for (const auto& c : categories()) EXPECT_TRUE(names.insert(c.name).second) << c.name;
+  for (const char* n : {"python_exception", "collective_mismatch", "hang", "comm_timeout",
+                        "host_oom", "signal", "launcher", "infra"})
+    EXPECT_TRUE(find_category(n)) << n;
+  EXPECT_TRUE(is_primary("hang"));
+  EXPECT_FALSE(is_primary("peer_closed"));
+  EXPECT_FALSE(is_primary("no_such_category"));
+}
+
+TEST(Categories, DebugVariablesForTheRerun) {
+  auto v = category_debug_variables("collective_mismatch");
+  EXPECT_EQ(v.at("TORCH_DISTRIBUTED_DEBUG"), "DETAIL");
+  EXPECT_EQ(category_debug_variables("cuda_error").at("CUDA_LAUNCH_BLOCKING"), "1");
+  EXPECT_EQ(category_debug_variables("ddp_unused_parameters").at("TORCH_DISTRIBUTED_DEBUG"),
+            "INFO");
+  EXPECT_TRUE(category_debug_variables("python_exception").empty());
+  EXPECT_TRUE(category_debug_variables("no_such_category").empty());
+}
+
+TEST(Categories, ClassifyByTheFirstRowThatMatches) {
+  EXPECT_EQ(classify_exception("RuntimeError", "CUDA out of memory. Tried to allocate"),
+            "cuda_oom");
+  EXPECT_EQ(classify_exception("torch.distributed.DistNetworkError",
+                               "port: 29955, name: EADDRINUSE, message: address already in use"),
+            "infra");
+  // An echo quoting a primary's words stays an echo.
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "NCCL error in: x, remote process exited or there "
+                               "was a network error, NCCL version 2.21.5"),
+            "peer_closed");
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "It looks like your LightningModule has parameters "
+                               "that were not used in producing the loss"),
+            "ddp_unused_parameters");
+  EXPECT_EQ(classify_exception("MemoryError", ""), "host_oom");
+  EXPECT_EQ(classify_exception("c10::Error", "bad"), "cpp_exception");
+  EXPECT_EQ(classify_exception("ValueError", "bad"), "python_exception");
+  EXPECT_EQ(classify_line("memory allocation of 1073741824 bytes failed"), "host_oom");
+  EXPECT_EQ(classify_line("epoch 3 loss 0.5"), "");
+}

@@ -1,0 +1,240 @@
+// The named steps of diagnose on hand-made events and facts (diagnose_steps.hpp).
+#include "diagnose/diagnose_steps.hpp"
+
+#include <gtest/gtest.h>
+
+#include "diagnose/diagnosis.hpp"
+#include "diagnose/frames.hpp"
+
+using namespace ddpbisect;
+
+namespace {
+Event error(std::optional<int> rank, const std::string& category, const std::string& exception,
+            const std::string& message, long long order = 0) {
+  Event e;
+  e.origin.rank = rank;
+  if (rank) e.origin.rank_from = "prefix";
+  e.category = category;
+  e.exception = exception;
+  e.message = message;
+  e.order = order;
+  e.source = "console.log";
+  return e;
+}
+
+Frame user(const std::string& file, const std::string& func) {
+  return {file, 1, func, true};
+}
+Frame lib(const std::string& file, const std::string& func) {
+  return {file, 1, func, false};
+}
+
+ProcessReport report(std::optional<int> rank, int exit_code, bool root = false) {
+  ProcessReport r;
+  r.origin.rank = rank;
+  r.exit_code = exit_code;
+  r.signal = exit_code < 0 ? -exit_code : 0;
+  r.root_cause = root;
+  r.source = "console.log";
+  r.text = "torchrun: exitcode " + std::to_string(exit_code);
+  return r;
+}
+
+Position position(int rank, const std::string& kind, long long seq, const std::string& op,
+                  long long enqueued = -1, bool timed_out = true) {
+  Position p;
+  p.rank = rank, p.kind = kind, p.seq = seq, p.op = op, p.last_enqueued = enqueued;
+  p.timed_out = timed_out;
+  return p;
+}
+}  // namespace
+
+TEST(Candidates, ALaunchersExitIsExplainedByTheRanksOwnError) {
+  Facts facts;
+  facts.reports = {report(1, 1, true), report(0, -9)};
+  std::vector<Event> c =
+      find_candidates({error(1, "python_exception", "ValueError", "bad")}, facts, {});
+  ASSERT_EQ(c.size(), 3u);  // the error and two exits
+  attribute_ranks(c, facts);
+  fold_exits(c, facts);
+  ASSERT_EQ(c.size(), 2u);  // rank 1's exit is its ValueError; rank 0's SIGKILL stays
+  EXPECT_TRUE(c[0].first_observed);
+  EXPECT_EQ(c[1].exception, "SIGKILL");
+  EXPECT_EQ(c[1].category, "signal");  // no memory evidence
+}
+
+TEST(Candidates, MemoryEvidenceMakesADeathHostOom) {
+  Facts facts;
+  facts.reports = {report(2, -9)};
+  facts.reports[0].origin.pid = 48214;
+  Event kernel =
+      error(std::nullopt, "host_oom", "", "Out of memory: Killed process 48214 (python)");
+  std::vector<Event> c = find_candidates({kernel}, facts, {});
+  attribute_ranks(c, facts);
+  fold_exits(c, facts);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].origin.rank, 2);
+  EXPECT_EQ(c[0].category, "host_oom");
+  EXPECT_EQ(c[0].exception, "SIGKILL");
+  EXPECT_NE(c[0].message.find("Killed process 48214"), std::string::npos);
+  // A memory monitor's growth is evidence too; without it a bare SIGKILL stays a signal.
+  Facts grown;
+  grown.reports = {report(1, -9)};
+  for (double gb : {4.0, 9.0, 30.0}) {
+    MemorySample m;
+    m.origin.rank = 1;
+    m.bytes = gb * (1 << 30);
+    grown.memory.push_back(m);
+  }
+  c = find_candidates({}, grown, {});
+  fold_exits(c, grown);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].category, "host_oom");
+}
+
+TEST(Ranks, EverySourceOfARank) {
+  Facts facts;
+  facts.local_to_global["console.log"] = {{3, 7}};
+  facts.pids.push_back({31337, 2, std::nullopt, "rank2.log"});
+  facts.reports = {report(5, 1, true)};
+  Event local = error(std::nullopt, "signal", "SIGSEGV", "segfault");
+  local.origin.local_rank = 3;
+  Event by_pid = error(std::nullopt, "host_oom", "SIGKILL", "killed");
+  by_pid.origin.pid = 31337;
+  Event stated = error(std::nullopt, "comm_timeout", "", "[Rank 4] Watchdog caught collective");
+  Event unranked = error(std::nullopt, "python_exception", "KeyError", "'x'");
+  std::vector<Event> events = {local, by_pid, stated, unranked};
+  attribute_ranks(events, facts);
+  EXPECT_EQ(events[0].origin.rank, 7);
+  EXPECT_EQ(events[1].origin.rank, 2);
+  EXPECT_EQ(events[2].origin.rank, 4);
+  EXPECT_EQ(events[3].origin.rank, 5);  // the launcher's report of an exit with a code
+  EXPECT_EQ(events[3].origin.rank_from, "launcher's report");
+}
+
+TEST(Ranks, EchoesThatPointAndElimination) {
+  Facts facts;
+  facts.ranks_seen = {0, 1, 2, 3};
+  facts.pointers.push_back({0, 1, false, 0, "closed by localRank 1", "console.log", 5});
+  facts.reports = {report(0, 1, true)};
+  std::vector<Event> events = {error(std::nullopt, "python_exception", "RuntimeError", "dtype"),
+                               error(0, "peer_closed", "", "closed")};
+  attribute_ranks(events, facts);
+  EXPECT_EQ(events[0].origin.rank, 1);  // the echoes outweigh the banner's one-second order
+  // Two ranks, one printed an echo: the unranked abort is the other's.
+  Facts two;
+  two.ranks_seen = {0, 1};
+  events = {error(std::nullopt, "collective_mismatch", "gloo::EnforceNotMet", "op.preamble"),
+            error(0, "peer_closed", "RuntimeError", "Connection reset by peer")};
+  attribute_ranks(events, two);
+  EXPECT_EQ(events[0].origin.rank, 1);
+  // Nothing settles it: the rank stays unknown.
+  Facts none;
+  events = {error(std::nullopt, "python_exception", "TypeError", "x")};
+  attribute_ranks(events, none);
+  EXPECT_FALSE(events[0].origin.rank);
+}
+
+TEST(Hang, TheRankThatIsNotWhereTheOthersAre) {
+  std::set<int> world = {0, 1, 2, 3};
+  std::vector<Event> timeouts;
+  for (int r : {0, 1, 3}) timeouts.push_back(error(r, "comm_timeout", "", "Watchdog caught"));
+  Facts facts;
+  // Another op at the same sequence number.
+  for (int r : {0, 1, 2}) facts.positions.push_back(position(r, "watchdog", 808, "ALLREDUCE"));
+  facts.positions.push_back(position(3, "watchdog", 808, "BROADCAST"));
+  auto v = attribute_hang(timeouts, {}, facts, world, false);
+  ASSERT_TRUE(v && v->culprit);
+  EXPECT_EQ(*v->culprit, 3);
+  // Behind by its own counter.
+  Facts behind;
+  for (int r : {0, 1, 2}) behind.positions.push_back(position(r, "enqueued", 1580, "", 1582));
+  behind.positions.push_back(position(3, "enqueued", -1, "", 1579, false));
+  v = attribute_hang(timeouts, {}, behind, world, false);
+  ASSERT_TRUE(v && v->culprit);
+  EXPECT_EQ(*v->culprit, 3);
+  // Its watchdog never fired.
+  v = attribute_hang(timeouts, {}, Facts(), world, false);
+  ASSERT_TRUE(v && v->culprit);
+  EXPECT_EQ(*v->culprit, 2);
+  EXPECT_EQ(v->waiting, (std::vector<int>{0, 1, 3}));
+}
+
+TEST(Hang, StacksOutsideAnyCollectiveAndTheCulpritsFrame) {
+  std::vector<Event> stacks;
+  for (int r : {0, 1, 3}) {
+    Event s = error(r, "", "", "");
+    s.kind = EventKind::Stack;
+    s.frames = {user("train.py", "main"), user("metrics.py", "reduce_mean"),
+                lib("/x/torch/distributed/distributed_c10d.py", "all_reduce")};
+    stacks.push_back(s);
+  }
+  Event queue = error(2, "", "", "");
+  queue.kind = EventKind::Stack;
+  queue.frames = {user("train.py", "main"), user("prefetch.py", "__next__"),
+                  lib("/usr/lib/python3.11/queue.py", "get")};
+  stacks.push_back(queue);
+  auto v = attribute_hang({}, stacks, Facts(), {0, 1, 2, 3}, true);
+  ASSERT_TRUE(v && v->culprit);
+  EXPECT_EQ(*v->culprit, 2);
+  ASSERT_FALSE(v->frames.empty());
+  Event h;
+  h.frames = v->frames;
+  EXPECT_EQ(frame_key(h.user_frame()), "prefetch.py:__next__");
+  // No evidence of a hang at all: no verdict.
+  EXPECT_FALSE(
+      attribute_hang({error(0, "python_exception", "E", "x")}, {}, Facts(), {0, 1}, false));
+}
+
+TEST(Root, RealPrimariesFirstThenEarliest) {
+  Event fragment = error(0, "python_exception", "", "", 1);
+  Event echo = error(1, "peer_closed", "RuntimeError", "Connection closed by peer", 2);
+  Event real = error(2, "python_exception", "ValueError", "bad", 3);
+  Event handled = error(3, "python_exception", "OSError", "logged", 0);
+  handled.handled = true;
+  auto root = choose_root({fragment, echo, real, handled}, false);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(*root, 2u);
+  // One failure every rank hit alike: the lowest rank, wherever it printed.
+  Event a = error(1, "ddp_unused_parameters", "RuntimeError", "Expected to have finished", 1);
+  Event b = error(0, "ddp_unused_parameters", "RuntimeError", "Expected to have finished", 9);
+  root = choose_root({a, b}, false);
+  EXPECT_EQ(*root, 1u);
+  // A line where two processes' output mixed loses to a clean copy.
+  Event mixed = error(std::nullopt, "host_oom", "SIGABRT", "memory allocation of memory ...", 1);
+  mixed.garbled = true;
+  Event clean = error(std::nullopt, "host_oom", "SIGABRT", "memory allocation of 2 bytes", 2);
+  root = choose_root({mixed, clean}, false);
+  EXPECT_EQ(*root, 1u);
+  // What the program handled counts only when a launcher says something failed.
+  EXPECT_FALSE(choose_root({handled}, false));
+  EXPECT_TRUE(choose_root({handled}, true));
+}
+
+TEST(EchoesAndExplanation, UnknownRankIsSaidSo) {
+  Event root = error(std::nullopt, "python_exception", "TypeError", "unexpected keyword");
+  std::vector<Event> c = {root, error(1, "peer_closed", "RuntimeError", "closed")};
+  auto ranks = summarize_ranks(c, root, {0, 1}, {}, std::nullopt);
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_FALSE(ranks[1].echo_of);  // an echo of an unknown rank names none
+  Diagnosis d;
+  d.failed = true;
+  d.root = root;
+  d.ranks = ranks;
+  std::string text = explain_diagnosis(d);
+  EXPECT_NE(text.find("An unknown rank failed first"), std::string::npos) << text;
+  EXPECT_EQ(text.find("-1"), std::string::npos);
+  EXPECT_TRUE(d.to_json()["root_cause"]["rank"].is_null());
+}
+
+TEST(DebugRerun, AMismatchExplainsAHangButAnotherFailureExplainsNothing) {
+  Signature hang{"hang", "", "train.py:step", "", {1}, {}};
+  Signature mismatch{"collective_mismatch", "RuntimeError", "train.py:save", "", {0}, {}};
+  Signature crash{"signal", "SIGSEGV", "", "", {0}, {}};
+  Signature other{"python_exception", "ValueError", "data.py:load", "", {0}, {}};
+  EXPECT_TRUE(debug_rerun_explains(hang, hang));
+  EXPECT_TRUE(debug_rerun_explains(hang, mismatch));
+  EXPECT_FALSE(debug_rerun_explains(hang, crash));  // DETAIL's crash on 2.x Gloo is no cause
+  EXPECT_FALSE(debug_rerun_explains(other, mismatch));
+  EXPECT_FALSE(debug_rerun_explains(other, crash));
+}

@@ -1,0 +1,214 @@
+// The Oracle on a synthetic workload: cache, repeats for flaky targets, journal replay, budget,
+// infra retries and interrupts, with no process started.
+#include "reduce/oracle.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/interrupt.hpp"
+#include "synthetic.hpp"
+
+using namespace ddpbisect;
+using namespace ddpbisect::testing;
+
+namespace {
+bool has_37(const TrialConfig& c) {
+  for (int64_t i : c.samples.indices())
+    if (i == 37) return true;
+  return false;
+}
+
+struct OracleTest : ::testing::Test {
+  ScratchDir dir;
+  Spec spec;
+  Synthetic world;
+  OracleOptions options() {
+    OracleOptions o;
+    o.out_dir = dir.path;
+    return o;
+  }
+  TrialConfig with_samples(std::vector<int64_t> s) {
+    TrialConfig c = big_config();
+    c.samples = IndexSet::from_indices(s);
+    return c;
+  }
+};
+}  // namespace
+
+TEST_F(OracleTest, AnswersFromItsCacheAfterTheFirstTrial) {
+  world.fails = [](const TrialConfig& c, int) { return has_37(c); };
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, options(), journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 1.0);
+  EXPECT_TRUE(oracle.interesting(with_samples({37})));
+  EXPECT_FALSE(oracle.interesting(with_samples({36})));
+  EXPECT_TRUE(oracle.interesting(with_samples({37})));
+  EXPECT_FALSE(oracle.interesting(with_samples({36})));
+  EXPECT_EQ(world.trials.load(), 2);
+  EXPECT_EQ(oracle.stats().trials, 2);
+  EXPECT_EQ(oracle.stats().cached, 2);
+  ASSERT_NE(oracle.matching_run(with_samples({37})), nullptr);
+  EXPECT_EQ(oracle.matching_run(with_samples({36})), nullptr);
+}
+
+TEST_F(OracleTest, AFlakyTargetGetsRepeatsAndStopsAtTheFirstMatch) {
+  // Fails on its third run only: one trial would call it uninteresting.
+  world.fails = [](const TrialConfig&, int before) { return before == 2; };
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, options(), journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 0.5);
+  EXPECT_EQ(oracle.repeats(), 5);  // 0.5^5 <= 1 - 0.95
+  TrialConfig c = with_samples({1, 2});
+  EXPECT_TRUE(oracle.interesting(c));
+  EXPECT_EQ(world.runs_of(c), 3);  // stopped at the match
+  world.fails = [](const TrialConfig&, int) { return false; };
+  TrialConfig d = with_samples({3});
+  EXPECT_FALSE(oracle.interesting(d));
+  EXPECT_EQ(world.runs_of(d), 5);  // every repeat before calling it uninteresting
+}
+
+TEST_F(OracleTest, ResumeReplaysFinishedTrialsWithoutRunningThem) {
+  world.fails = [](const TrialConfig& c, int) { return has_37(c); };
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, options(), journal, nullptr, world.runner());
+    oracle.set_target(target_signature(), 1.0);
+    oracle.interesting(with_samples({37}));
+    oracle.interesting(with_samples({1}));
+  }
+  Synthetic fresh;
+  fresh.fails = world.fails;
+  Journal journal(dir.journal(), true);
+  Oracle oracle(spec, options(), journal, nullptr, fresh.runner());
+  oracle.set_target(target_signature(), 1.0);
+  EXPECT_TRUE(oracle.interesting(with_samples({37})));
+  EXPECT_FALSE(oracle.interesting(with_samples({1})));
+  EXPECT_EQ(fresh.trials.load(), 0);
+  EXPECT_EQ(oracle.stats().replayed, 2);
+  EXPECT_FALSE(oracle.interesting(with_samples({2})));  // new: runs
+  EXPECT_EQ(fresh.trials.load(), 1);
+}
+
+TEST_F(OracleTest, ABudgetStopsTrialsAndSaysSo) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  OracleOptions o = options();
+  o.max_trials = 2;
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, o, journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 1.0);
+  oracle.interesting(with_samples({1}));
+  oracle.interesting(with_samples({2}));
+  EXPECT_FALSE(oracle.budget_hit());
+  EXPECT_TRUE(oracle.exhausted());
+  EXPECT_FALSE(oracle.interesting(with_samples({3})));
+  EXPECT_TRUE(oracle.budget_hit());
+  EXPECT_EQ(world.trials.load(), 2);
+}
+
+TEST_F(OracleTest, InfraIsRetriedAndNeverCountedAsAnAnswer) {
+  world.status_override = [](const TrialConfig&, int before) {
+    return before < 2 ? TrialStatus::Infra : TrialStatus::Pass;
+  };
+  world.fails = [](const TrialConfig&, int) { return true; };
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, options(), journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 1.0);
+  EXPECT_TRUE(oracle.interesting(with_samples({5})));
+  EXPECT_EQ(world.trials.load(), 3);
+  EXPECT_EQ(oracle.stats().trials, 1);  // one answer, after two infra retries
+}
+
+TEST_F(OracleTest, AnInterruptedTrialThrowsAndIsNotJournaled) {
+  world.status_override = [](const TrialConfig& c, int) {
+    return has_37(c) ? TrialStatus::Interrupted : TrialStatus::Pass;
+  };
+  world.fails = [](const TrialConfig&, int) { return false; };
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, options(), journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 1.0);
+  EXPECT_FALSE(oracle.interesting(with_samples({1})));
+  EXPECT_THROW(oracle.interesting(with_samples({37})), Interrupted);
+  std::ifstream in(dir.journal());
+  std::string line;
+  int trials = 0;
+  while (std::getline(in, line)) trials += line.find("\"type\":\"trial\"") != std::string::npos;
+  EXPECT_EQ(trials, 1);
+}
+
+TEST_F(OracleTest, ADifferentFailureIsNotInteresting) {
+  world.fails = [](const TrialConfig& c, int) { return has_37(c); };
+  world.other_failure = [](const TrialConfig&) { return true; };
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, options(), journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 1.0);
+  EXPECT_FALSE(oracle.interesting(with_samples({1})));
+  EXPECT_EQ(oracle.stats().failed, 1);
+  EXPECT_TRUE(oracle.interesting(with_samples({37})));
+}
+
+TEST_F(OracleTest, SpeculativeTrialsUseFreeSlotsAndMootOnesAreCancelled) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  TrialConfig a = with_samples({1}), b = with_samples({2}), c = with_samples({3}),
+              slow = with_samples({4});
+  world.duration_ms = [&](const TrialConfig& t) {
+    // `a` lasts long enough for the three speculative trials to start beside it under load.
+    if (t.canonical() == slow.canonical()) return 5000;
+    return t.canonical() == a.canonical() ? 300 : 30;
+  };
+  OracleOptions o = options();
+  o.jobs = 4;
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, o, journal, nullptr, world.runner());
+    oracle.set_target(target_signature(), 1.0);
+    EXPECT_FALSE(oracle.interesting(a, {b, c, slow}));
+    EXPECT_EQ(world.peak.load(), 4);  // the question and three speculative trials at once
+    EXPECT_FALSE(oracle.interesting(b, {c}));  // its speculative trial answers: no new one
+    EXPECT_FALSE(oracle.interesting(c));
+    EXPECT_EQ(oracle.stats().trials, 3);  // `slow` is still running, now unwanted
+  }
+  EXPECT_EQ(world.cancelled.load(), 1);
+  std::ifstream in(dir.journal());
+  std::string line;
+  int trials = 0;
+  while (std::getline(in, line)) trials += line.find("\"type\":\"trial\"") != std::string::npos;
+  EXPECT_EQ(trials, 3);  // a cancelled trial is never journaled: it had no answer
+}
+
+TEST_F(OracleTest, AnInterruptDuringABatchRecordsTheTrialsThatFinished) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  world.status_override = [](const TrialConfig& c, int) {
+    return has_37(c) ? TrialStatus::Interrupted : TrialStatus::Pass;
+  };
+  world.duration_ms = [](const TrialConfig& c) { return has_37(c) ? 200 : 10; };
+  OracleOptions o = options();
+  o.jobs = 2;
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, o, journal, nullptr, world.runner());
+    oracle.set_target(target_signature(), 1.0);
+    EXPECT_THROW(oracle.interesting(with_samples({37}), {with_samples({5})}), Interrupted);
+  }
+  Journal journal(dir.journal(), true);
+  int trials = 0;
+  for (const auto& e : journal.loaded())
+    if (e.value("type", "") == "trial") {
+      ++trials;
+      EXPECT_EQ(e["config"]["samples"], "5");
+    }
+  EXPECT_EQ(trials, 1);
+}
+
+TEST_F(OracleTest, AFlakyQuestionRunsItsRepeatsSideBySide) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  world.sleep_ms = 20;
+  OracleOptions o = options();
+  o.jobs = 3;
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, o, journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 0.5);  // 5 repeats
+  EXPECT_FALSE(oracle.interesting(with_samples({9})));
+  EXPECT_EQ(world.runs_of(with_samples({9})), 5);
+  EXPECT_EQ(world.peak.load(), 3);
+}

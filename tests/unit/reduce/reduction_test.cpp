@@ -1,0 +1,235 @@
+// Whole reductions on a synthetic workload: the rerun policy (what a deterministic failure pays,
+// how flakiness is found and paid for) and the exact minimum it must still reach.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "reduce/escalate.hpp"
+#include "reduce/reducer.hpp"
+#include "synthetic.hpp"
+
+using namespace ddpbisect;
+using namespace ddpbisect::testing;
+
+namespace {
+Spec command_spec() {
+  Spec spec;
+  CommandWorkload w;
+  w.argv = {"train"};
+  w.samples = IndexSet::first_n(64);
+  w.components = {"norm", "dropout", "stats", "aux_head", "head"};
+  w.features = {"grad_clip", "fused_loss", "log_metrics", "async_io"};
+  w.params = {{"steps", 8}, {"batch_size", 8}};
+  spec.command = w;
+  spec.stages = {{"single", 1, 1, "cpu"}, {"node", 1, 2, "cpu"}, {"multinode", 2, 2, "cpu"}};
+  return spec;
+}
+
+// The planted bug: two ranks, sample 37, async_io on, at least three steps.
+bool planted(const TrialConfig& c) {
+  bool has37 = false;
+  for (int64_t i : c.samples.indices()) has37 = has37 || i == 37;
+  return c.world_size() >= 2 && has37 && c.has_feature("async_io") && c.param("steps", 0) >= 3;
+}
+
+void expect_planted_minimum(const ReductionResult& r) {
+  EXPECT_EQ(r.status, ReductionStatus::Reduced);
+  EXPECT_EQ(r.minimal.nodes, 1);
+  EXPECT_EQ(r.minimal.procs_per_node, 2);
+  EXPECT_EQ(r.minimal.samples.to_string(), "37");
+  EXPECT_TRUE(r.minimal.components.empty());
+  EXPECT_EQ(r.minimal.features, (std::vector<std::string>{"async_io"}));
+  EXPECT_EQ(r.minimal.param("steps", 0), 3);
+  EXPECT_EQ(r.minimal.param("batch_size", 0), 1);
+}
+
+// Chance decided by the trial's seed, so that a fixed journal salt gives a fixed reduction.
+bool chance(const TrialConfig& c, double p) {
+  std::mt19937_64 rng(c.seed);
+  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
+}
+
+struct ReductionTest : ::testing::Test {
+  ScratchDir dir;
+  Spec spec = command_spec();
+  Synthetic world;
+  ReductionOptions options(uint64_t salt) {
+    // A journal holding only its header fixes the salt every trial's seed derives from.
+    std::ofstream(dir.journal()) << "{\"type\":\"header\",\"salt\":" << salt << "}\n";
+    ReductionOptions o;
+    o.out_dir = dir.path;
+    o.resume = true;
+    o.quiet = true;
+    o.runner = world.runner();
+    return o;
+  }
+};
+}  // namespace
+
+TEST_F(ReductionTest, ADeterministicFailurePaysTwoRerunsBeforeAndWhatTrustNeedsAfter) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionResult r = run_reduction(spec, options(1));
+  expect_planted_minimum(r);
+  EXPECT_EQ(world.runs_of(r.original), 3);  // found, then two reruns
+  EXPECT_EQ(r.confirm_runs, 4);             // accepted, then 5 - 2 reruns at 0.95
+  EXPECT_EQ(r.confirm_failures, 4);
+  EXPECT_EQ(r.repeats, 1);
+  EXPECT_EQ(r.escalation_trials, 2 + 2);  // single passes, node fails; two reruns
+}
+
+TEST_F(ReductionTest, AFlakyFailureReachesTheExactMinimum) {
+  spec.reduce.confidence = 0.999;
+  world.fails = [](const TrialConfig& c, int) { return planted(c) && chance(c, 0.6); };
+  for (uint64_t salt : {11, 12, 13}) {
+    ScratchDir fresh;
+    dir.path.swap(fresh.path);
+    ReductionResult r = run_reduction(spec, options(salt));
+    expect_planted_minimum(r);
+    EXPECT_GT(r.repeats, 1) << salt;
+    EXPECT_LT(static_cast<double>(r.confirm_failures) / r.confirm_runs, 1.0) << salt;
+    dir.path.swap(fresh.path);
+  }
+}
+
+TEST_F(ReductionTest, FlakinessFirstSeenAtTheConfirmationIsMeasuredAndReducedAgain) {
+  // Every first run of a configuration tells the truth; reruns of all but the original
+  // configuration fail half the time: the reduction believes the failure deterministic until
+  // its minimum misses on a rerun.
+  TrialConfig original;
+  world.fails = [&](const TrialConfig& c, int before) {
+    if (!planted(c)) return false;
+    if (original.stage.empty()) original = c;
+    return before == 0 || c.canonical() == original.canonical() || chance(c, 0.5);
+  };
+  ReductionResult r = run_reduction(spec, options(5));
+  expect_planted_minimum(r);
+  EXPECT_GT(r.repeats, 1);
+  EXPECT_LT(r.target_rate, 1.0);
+  EXPECT_EQ(r.confirm_runs, 11);  // the flaky confirmation: accepted + 10
+  EXPECT_LT(r.confirm_failures, r.confirm_runs);
+}
+
+namespace {
+// Modelled on the Python zoo's size_mismatch: two ranks, `stats` on, an odd number of samples
+// (uneven shards) fails; a rank with an empty shard fails differently (a trap).
+bool uneven(const TrialConfig& c) {
+  return c.world_size() == 2 && c.has_component("stats") && c.samples.size() % 2 == 1 &&
+         c.samples.size() >= 2;
+}
+bool empty_shard(const TrialConfig& c) { return c.samples.size() < c.world_size(); }
+}  // namespace
+
+TEST_F(ReductionTest, TheMinimumDoesNotDependOnJobs) {
+  spec.command->samples = IndexSet::first_n(63);
+  for (bool monotone : {true, false}) {
+    std::string first;
+    for (int jobs : {1, 2, 4, 8}) {
+      ScratchDir fresh;
+      dir.path.swap(fresh.path);
+      Synthetic w;
+      if (monotone) {
+        w.fails = [](const TrialConfig& c, int) { return planted(c); };
+      } else {
+        w.fails = [](const TrialConfig& c, int) { return uneven(c) && !empty_shard(c); };
+        w.other_failure = empty_shard;
+      }
+      w.sleep_ms = 2;  // long enough for trials to overlap
+      ReductionOptions o = options(7);
+      o.runner = w.runner();
+      o.jobs = jobs;
+      ReductionResult r = run_reduction(spec, o);
+      EXPECT_EQ(r.status, ReductionStatus::Reduced);
+      if (jobs == 1) first = r.minimal.canonical();
+      EXPECT_EQ(r.minimal.canonical(), first) << "jobs " << jobs << " monotone " << monotone;
+      if (jobs > 1) {
+        EXPECT_GT(w.peak.load(), 1) << "jobs " << jobs;
+      }
+      if (monotone) expect_planted_minimum(r);
+      dir.path.swap(fresh.path);
+    }
+  }
+}
+
+TEST_F(ReductionTest, EscalationStartsWhereTheFailureWasSeen) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionOptions o = options(3);
+  o.start_stage = "multinode";
+  ReductionResult r = run_reduction(spec, o);
+  expect_planted_minimum(r);
+  ASSERT_FALSE(r.tried.empty());
+  EXPECT_EQ(r.tried.front().first.stage, "multinode");  // single and node were not climbed
+  EXPECT_EQ(r.stage, "multinode");
+}
+
+TEST(Escalation, ACheapVariantMustHalveTheWork) {
+  TrialConfig full;
+  full.samples = IndexSet::first_n(64);
+  full.params = {{"steps", 12}};
+  TrialConfig cheap = full;
+  cheap.params["steps"] = 8;  // a third less: start-up dominates, not worth a trial
+  EXPECT_FALSE(worth_a_cheap_trial(cheap, full));
+  cheap.params["steps"] = 6;
+  EXPECT_TRUE(worth_a_cheap_trial(cheap, full));
+  EXPECT_FALSE(worth_a_cheap_trial(full, full));
+  TrialConfig big = full;
+  big.samples = IndexSet::first_n(4096);
+  TrialConfig fewer = big;
+  fewer.samples = IndexSet::first_n(1024);
+  EXPECT_TRUE(worth_a_cheap_trial(fewer, big));
+}
+
+TEST(Escalation, TheLogsWorldSizePicksTheFirstStage) {
+  Spec spec = command_spec();
+  EscalationOptions o;
+  EXPECT_EQ(first_stage(spec, o), 0u);
+  o.seen_world_size = 2;
+  EXPECT_EQ(first_stage(spec, o), 1u);
+  o.seen_world_size = 3;
+  EXPECT_EQ(first_stage(spec, o), 2u);
+  o.seen_world_size = 64;  // larger than every stage: climb them all
+  EXPECT_EQ(first_stage(spec, o), 0u);
+  o.start_stage = "node";
+  EXPECT_EQ(first_stage(spec, o), 1u);
+}
+
+TEST_F(ReductionTest, ADebugRerunThatCrashesIsANoteAndINFOIsTriedNext) {
+  world.signature.category = "hang";
+  world.signature.exception = "";
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  world.crash = [](const TrialRequest& req) -> std::optional<Signature> {
+    auto it = req.extra_env.find("TORCH_DISTRIBUTED_DEBUG");
+    if (it == req.extra_env.end() || it->second != "DETAIL") return std::nullopt;
+    Signature segv;  // PyTorch 2.x: DDP's constructor under DETAIL with Gloo
+    segv.category = "signal";
+    segv.exception = "SIGSEGV";
+    return segv;
+  };
+  ReductionResult r = run_reduction(spec, options(4));
+  expect_planted_minimum(r);
+  ASSERT_TRUE(r.debug_run.has_value());
+  // A hang's rerun also turns the Flight Recorder on (observe/stacks.hpp).
+  EXPECT_EQ(r.debug_env,
+            (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}, {"DDPBISECT_FLIGHT_RECORDER", "1"}}));
+  EXPECT_EQ(r.debug_run->signature->category, "hang");
+  ASSERT_EQ(r.debug_notes.size(), 1u);
+  EXPECT_NE(r.debug_notes[0].find("TORCH_DISTRIBUTED_DEBUG=DETAIL"), std::string::npos);
+  EXPECT_NE(r.debug_notes[0].find("signal SIGSEGV"), std::string::npos);
+  EXPECT_NE(r.debug_notes[0].find("crashes in its constructor"), std::string::npos);
+}
+
+TEST_F(ReductionTest, UnusedParametersGetAnInfoRerun) {
+  world.signature.category = "ddp_unused_parameters";
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionResult r = run_reduction(spec, options(5));
+  ASSERT_TRUE(r.debug_run.has_value());
+  EXPECT_EQ(r.debug_env, (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}}));
+  EXPECT_TRUE(r.debug_notes.empty());
+}
+
+TEST_F(ReductionTest, APythonExceptionGetsNoDebugRerun) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionResult r = run_reduction(spec, options(6));
+  EXPECT_FALSE(r.debug_run.has_value());
+  EXPECT_TRUE(r.debug_env.empty());
+}
