@@ -18,24 +18,24 @@ OutputError::OutputError(const std::string& path, int error)
 
 bool OutputError::disk_full() const { return error_ == ENOSPC || error_ == EDQUOT; }
 
+int write_all_and_sync(int fd, std::string_view text) {
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return fsync(fd) != 0 ? errno : 0;
+}
+
 void write_file_atomically(const std::string& path, std::string_view text, bool executable) {
   const std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
   if (fd < 0) throw OutputError(tmp, errno);
-  const char* p = text.data();
-  size_t left = text.size();
-  int error = 0;
-  while (left > 0 && !error) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = errno;
-      break;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (!error && fsync(fd) != 0) error = errno;
+  int error = write_all_and_sync(fd, text);
   if (close(fd) != 0 && !error) error = errno;
   if (!error && executable && chmod(tmp.c_str(), 0755) != 0) error = errno;
   if (!error && std::rename(tmp.c_str(), path.c_str()) != 0) error = errno;

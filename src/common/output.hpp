@@ -21,6 +21,9 @@ class OutputError : public std::runtime_error {
   int error_;
 };
 
+// Writes all of `text` to `fd` (retrying short writes and EINTR) and fsyncs it; 0 or the errno.
+int write_all_and_sync(int fd, std::string_view text);
+
 // Writes `text` to `path` atomically: into path.tmp, flushed, then renamed over `path`. A reader
 // (or a resumed run after a crash) sees the old file or the new one, never half of one. Throws
 // OutputError.

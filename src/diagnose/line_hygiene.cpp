@@ -30,11 +30,11 @@ const std::vector<Prefix>& prefixes() {
       {Tag::None, Tag::None, R"((?:stdout|stderr): )"},                // accelerate test
       {Tag::None, Tag::None, R"(\d+(?:\.\d+)?s\t\d+\t)"},              // Kaggle's columns
       {Tag::Rank, Tag::None, R"((\d{1,5}): )"},                        // srun --label
-      {Tag::Rank, Tag::None, R"([A-Za-z][\w.-]*:(\d{1,5}): )"},        // host:RANK:
+      {Tag::Rank, Tag::None, R"([A-Za-z][\w.-]*:(\d{1,5})(?::| \|) )"},  // host:RANK: or |
       {Tag::Rank, Tag::None, R"(\[(\d{1,5})\] )"},                     // [N] tags
       // Timestamps, alone or opening a logger's header.
       {Tag::PyLevel, Tag::None,
-       R"((?:\[[A-Za-z][\w-]*\] )?\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:- |\| )?(?:[\w.]+ (?:- |\| ))?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: - | \| [\w.]+ \| |:? +))?\s*)"},
+       R"((?:\[[A-Za-z][\w-]*\] )?\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:- |\| )?(?:[\w.]+ (?:- |\| ))?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: - | \| [\w.]+ \| | \| |:? +))?\s*)"},
       {Tag::PyLevel, Tag::None, R"((DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:)"},  // logging
       {Tag::PyLevel, Tag::None,
        R"([\w.]+: \[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )"},                          // torch 2.1

@@ -53,20 +53,7 @@ void Journal::append(const nlohmann::json& entry) {
   const std::string line = entry.dump() + "\n";
   struct stat st;
   if (fstat(fd_, &st) != 0) throw OutputError(path_, errno);
-  const char* p = line.data();
-  size_t left = line.size();
-  int error = 0;
-  while (left > 0) {
-    ssize_t n = write(fd_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = errno;
-      break;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (!error && fsync(fd_) != 0) error = errno;
+  const int error = write_all_and_sync(fd_, line);
   if (error) {
     // Cut off what part of the record made it: the journal stays a list of whole records.
     const int cut = ftruncate(fd_, st.st_size);

@@ -75,7 +75,7 @@ std::vector<ComparisonRow> comparison_rows(const ReductionResult& r) {
       {"ranks", ranks_text(j), ranks_text(m)},
       {"samples", std::to_string(j.samples.size()),
        std::to_string(m.samples.size()) +
-           (m.samples.size() <= 16 ? " (" + m.samples.to_string() + ")" : "")},
+           (!m.samples.empty() && m.samples.size() <= 16 ? " (" + m.samples.to_string() + ")" : "")},
       {"components", list(j.components), list(m.components)},
       {"features", list(j.features), list(m.features)}};
   for (const auto& [k, v] : j.params)
@@ -112,7 +112,7 @@ std::string summary_text(const ReportInputs& in) {
   os << "  your job:   " << describe_config(r.job) << " (stage " << r.job.stage << ")\n";
   os << "  minimal:    " << describe_config(r.minimal) << " (the job first failed on stage "
      << r.stage << ")\n";
-  if (r.minimal.samples.size() <= 16)
+  if (!r.minimal.samples.empty() && r.minimal.samples.size() <= 16)
     os << "  samples:    " << r.minimal.samples.to_string() << "\n";
   os << "  components: "
      << (r.minimal.components.empty() ? "none" : join(r.minimal.components, ", "))

@@ -15,8 +15,11 @@ class StepLimit(JobTest):
     def check_stopped(self, job, steps):
         for rank in range(job.world):
             out, err = job.out(rank), job.err(rank)
-            self.assertEqual([b["step"] for b in agent_lines(out, "DDPBISECT_HEARTBEAT")],
-                             list(range(steps)), job.tails())
+            # Heartbeats are thinned (test_heartbeats): the first three and the last always show.
+            beats = [b["step"] for b in agent_lines(out, "DDPBISECT_HEARTBEAT")]
+            self.assertEqual(beats[:3], list(range(min(3, steps))), job.tails())
+            self.assertEqual(beats[-1:], [steps - 1], job.tails())
+            self.assertEqual(beats, sorted(set(beats)), job.tails())
             self.assertEqual(agent_lines(err, "DDPBISECT_STOP"),
                              [{"rank": rank, "steps": steps, "reason": "max_steps"}])
             self.assertNotIn("DONE", out, "the rest of the script must not run")

@@ -106,3 +106,17 @@ TEST(LineHygiene, APrefixRepeatedOnNeighbouringLinesIsLearned) {
   EXPECT_EQ(out[0].text.rfind("KeyError", 0), 0u);
   EXPECT_EQ(prefix_shape("704.7s\t1290\t"), "9.9s\t9\t");
 }
+
+TEST(LineHygiene, PipeSeparatedColumnsAndHostRankTags) {
+  CleanLine host = one("gpu-node-1:13 | Traceback (most recent call last):");
+  EXPECT_EQ(host.rank, 13);
+  EXPECT_EQ(host.text, "Traceback (most recent call last):");
+  CleanLine logged = one("2024-05-01 12:00:01,123 | INFO | KeyError: 'x'");
+  EXPECT_EQ(logged.level, 'I');
+  EXPECT_EQ(logged.text, "KeyError: 'x'");
+  CleanLine both = one("2024-05-01 12:00:01,123 - INFO - gpu-node-1:13 |   File \"d.py\", line 7, in f");
+  EXPECT_EQ(both.rank, 13);
+  EXPECT_EQ(both.text, "  File \"d.py\", line 7, in f");
+  // A location with a line number is not a host and a rank.
+  EXPECT_FALSE(one("train.py:411 | loss 0.3").rank.has_value());
+}
