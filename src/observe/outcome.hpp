@@ -57,7 +57,7 @@ struct TrialOutcome {
   std::string launcher;       // local | prefix | ssh | slurm
   std::string cleanup_notes;  // what the hosts' sweep reported, if anything
   std::string containment;    // the trial's cgroups, or how containment degraded here
-  std::string stacks_by;      // how stacks were asked for: py-spy, signal, or both
+  std::string stacks_by;      // how stacks were asked for: agent, py-spy, signal, joined by +
   std::vector<std::string> agent_logs;  // torchrun agents' own stderr (their banner, errors)
   int master_port = 0;
   std::string token;  // DDPBISECT_TRIAL_TOKEN: in every process of the trial's environment

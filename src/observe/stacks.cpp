@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "common/text.hpp"
@@ -106,6 +108,75 @@ std::vector<std::optional<std::string>> py_spy_dumps(const std::string& py_spy,
   for (size_t i = 0; i < pids.size(); ++i)
     threads.emplace_back([&, i] { out[i] = py_spy_dump(py_spy, pids[i], timeout_s); });
   for (auto& t : threads) t.join();
+  return out;
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string base_name(const std::string& path) {
+  return fs::path(path).filename().string();
+}
+
+bool is_python(const ProcessFacts& p) {
+  return starts_with(base_name(p.exe), "python");
+}
+
+// A Python that only starts another program: `conda run`, `mamba run`.
+bool python_wrapper(const ProcessFacts& p) {
+  if (p.argv.size() < 2) return false;
+  const std::string script = base_name(p.argv[1]);
+  return script == "conda" || script == "mamba";
+}
+
+}  // namespace
+
+ProcessFacts process_facts(pid_t pid) {
+  ProcessFacts p;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  const std::string cmdline = read_text(dir + "/cmdline");
+  if (cmdline.empty()) return p;  // gone, or a kernel thread
+  p.argv = split(cmdline.back() == '\0' ? cmdline.substr(0, cmdline.size() - 1) : cmdline, '\0');
+  std::error_code ec;
+  p.exe = fs::read_symlink(dir + "/exe", ec).string();
+  if (ec || p.exe.empty()) p.exe = p.argv.empty() ? "" : p.argv[0];
+  for (const auto& line : split(read_text(dir + "/status"), '\n'))
+    if (starts_with(line, "SigCgt:")) p.caught = std::strtoull(line.c_str() + 7, nullptr, 16);
+  p.pid = pid;
+  return p;
+}
+
+int agent_stack_signal(const std::map<std::string, std::string>& env) {
+  auto it = env.find("DDPBISECT_STACK_SIGNAL");
+  if (it == env.end()) return SIGUSR2;
+  char* end = nullptr;
+  long n = std::strtol(it->second.c_str(), &end, 10);
+  return end && *end == '\0' && n > 0 && n < 64 ? static_cast<int>(n) : SIGUSR2;
+}
+
+int stack_signal_for(const ProcessFacts& p, bool under_python, int agent_signal) {
+  if (agent_signal > 0 && agent_signal <= 64 && (p.caught >> (agent_signal - 1)) & 1)
+    return agent_signal;
+  if (is_python(p)) return under_python || python_wrapper(p) ? 0 : SIGABRT;
+  if (base_name(p.exe) == "ddpbisect-worker") return SIGUSR1;
+  return 0;
+}
+
+std::vector<std::pair<pid_t, int>> stack_requests(pid_t root, int agent_signal) {
+  std::vector<std::pair<pid_t, int>> out;
+  // Breadth first: each process with whether a (non-wrapper) Python is above it.
+  std::vector<std::pair<pid_t, bool>> queue{{root, false}};
+  for (size_t i = 0; i < queue.size() && queue.size() < 4096; ++i) {
+    const ProcessFacts p = process_facts(queue[i].first);
+    if (p.pid == 0) continue;
+    if (int sig = stack_signal_for(p, queue[i].second, agent_signal)) out.emplace_back(p.pid, sig);
+    const bool python_here = queue[i].second || (is_python(p) && !python_wrapper(p));
+    for (pid_t child : child_pids(p.pid)) queue.emplace_back(child, python_here);
+  }
   return out;
 }
 

@@ -3,8 +3,8 @@
 // root, or a ptrace_scope that allows it): all threads, no native frames, the rank left running
 // until the kill. The dump is written into the rank's stderr in faulthandler's format, so the
 // diagnosis reads it as it reads a faulthandler dump. Otherwise a signal asks the rank itself:
-// SIGABRT for Python (faulthandler, PYTHONFAULTHANDLER=1; it ends the rank), SIGUSR1 for the
-// built-in worker and other programs.
+// each process of the rank is asked in its own way (stack_signal_for): the agent's signal, SIGABRT
+// for Python (faulthandler; it ends the process), SIGUSR1 for the built-in worker.
 #pragma once
 
 #include <sys/types.h>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spec/spec.hpp"
@@ -23,6 +24,33 @@ namespace ddpbisect {
 int stack_signal(const Spec& spec);
 // Whether the ranks are Python processes (a python command, or one started by torchrun).
 bool python_ranks(const Spec& spec);
+
+// What a process of a rank is, as far as a stack request cares: its program (/proc/PID/exe, else
+// argv[0]), its argv and the signals it catches (SigCgt of /proc/PID/status, bit N-1 = signal N).
+struct ProcessFacts {
+  pid_t pid = 0;
+  std::string exe;
+  std::vector<std::string> argv;
+  uint64_t caught = 0;
+};
+ProcessFacts process_facts(pid_t pid);  // pid 0 when the process is gone
+
+// The in-process agent's stack signal, as the rank's environment sets it (DDPBISECT_STACK_SIGNAL,
+// docs/agent.md), default SIGUSR2; an unusable value falls back to the default.
+int agent_stack_signal(const std::map<std::string, std::string>& env);
+
+// The signal that asks this process for its stack, or 0 to leave it alone. Pure.
+//   catches `agent_signal`            -> agent_signal (the agent's dump; the process goes on)
+//   Python, under no other Python     -> SIGABRT (faulthandler, PYTHONFAULTHANDLER=1; fatal)
+//   ddpbisect-worker                  -> SIGUSR1 (its own dump)
+//   anything else                     -> 0: wrappers (sh -c, bash, env, `conda run`, a Python
+//       child forked by the rank's Python, e.g. a DataLoader worker) and other native programs,
+//       which a signal would only kill.
+int stack_signal_for(const ProcessFacts& p, bool under_python, int agent_signal);
+
+// A rank's process and its descendants, parents first, each with the signal that asks it for its
+// stack (0 entries left out).
+std::vector<std::pair<pid_t, int>> stack_requests(pid_t root, int agent_signal);
 
 // py-spy: $DDPBISECT_PY_SPY ("" or "0" turns it off), else `py-spy` on `path` (the ranks' PATH,
 // where their python is found); "" when there is none.

@@ -327,48 +327,77 @@ bool TrialWatch::resource_exceeded(double now) const {
   return true;
 }
 
-// Python ranks through py-spy where it can read them, the rest (and py-spy's failures) by a
-// signal: to the rank's process, or on its host where the local process is only a client.
+// Ranks whose only request is faulthandler's fatal SIGABRT are read with py-spy where it is
+// installed and may attach: all threads, the rank left running. Returns whether it read any.
+bool TrialWatch::read_with_py_spy(std::map<size_t, StackAsks>& asks) {
+  const auto& env = setup_.processes.front().env;
+  const std::string py_spy = find_py_spy(env.count("PATH") ? env.at("PATH") : "");
+  if (py_spy.empty()) return false;
+  std::vector<pid_t> pids;
+  std::vector<size_t> who;
+  for (const auto& [i, a] : asks)
+    if (!a.empty() && std::all_of(a.begin(), a.end(), [](auto& x) { return x.second == SIGABRT; }))
+      pids.push_back(a.front().first), who.push_back(i);
+  auto dumps = py_spy_dumps(py_spy, pids);
+  bool any = false;
+  for (size_t k = 0; k < who.size(); ++k) {
+    if (!dumps[k]) continue;
+    ranks_[who[k]]->err->feed(dumps[k]->data(), dumps[k]->size(), t() * 1000.0);
+    asks[who[k]].erase(asks[who[k]].begin());
+    any = true;
+  }
+  return any;
+}
+
+// One process of each rank at a time, then ~100 ms for its dump: a rank's processes share its
+// stderr, so their dumps must not interleave.
+void TrialWatch::signal_processes(RankSet& set, const std::map<size_t, StackAsks>& asks) {
+  for (size_t round = 0;; ++round) {
+    bool sent = false;
+    for (const auto& [i, a] : asks)
+      if (round < a.size()) sent = kill(a[round].first, a[round].second) == 0 || sent;
+    if (!sent) break;
+    const double until = t() + 0.1;
+    while (t() < until && set.any_running()) {
+      RankSet::Events ev = set.wait(until - t());
+      for (size_t p : ev.exited) on_exit(p, set.status(p));
+    }
+  }
+}
+
+// Every live rank is asked for its stack: each of its processes in its own way (stacks.hpp:
+// the agent's signal, py-spy, faulthandler, the worker's dump; wrappers and other programs are
+// left alone); ranks that run on other hosts through the launcher.
 void TrialWatch::request_stacks(RankSet& set, StopReason why) {
   const double now = t();
   if (why == StopReason::Hang) out_.hang_declared_s = now;
   for (size_t i = 0; i < ranks_.size(); ++i)
     progress_at_stop_.push_back(hang_.last_progress(static_cast<int>(i)));
-  std::vector<size_t> live;
-  for (size_t i = 0; i < ranks_.size(); ++i)
-    if (running(set, i)) live.push_back(i), ranks_[i]->stack_requested_at = now;
-  std::vector<size_t> by_signal = live;
-  const std::string py_spy = python_ranks(spec_)
-                                 ? find_py_spy(setup_.processes.front().env.count("PATH")
-                                                   ? setup_.processes.front().env.at("PATH")
-                                                   : "")
-                                 : "";
-  if (!py_spy.empty()) {
-    std::vector<pid_t> pids;
-    std::vector<size_t> who;
-    for (size_t i : live)
-      if (ranks_[i]->pid > 0) pids.push_back(ranks_[i]->pid), who.push_back(i);
-    auto dumps = py_spy_dumps(py_spy, pids);
-    by_signal.clear();
-    for (size_t k = 0; k < who.size(); ++k) {
-      if (!dumps[k]) {
-        by_signal.push_back(who[k]);
-        continue;
-      }
-      ranks_[who[k]]->err->feed(dumps[k]->data(), dumps[k]->size(), t() * 1000.0);
-    }
-    for (size_t i : live)
-      if (ranks_[i]->pid <= 0) by_signal.push_back(i);
-    out_.stacks_by = "py-spy";
+  std::map<size_t, StackAsks> asks;
+  std::vector<int> elsewhere;  // nodes of ranks with no local process to ask
+  bool by_agent = false;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    const Rank& r = *ranks_[i];
+    if (!running(set, i) || (procs_[r.process]->agent && r.pid <= 0)) continue;
+    ranks_[i]->stack_requested_at = now;
+    const int agent = agent_stack_signal(setup_.processes[r.process].env);
+    asks[i] = stack_requests(r.pid > 0 ? r.pid : set.pid(r.process), agent);
+    if (asks[i].empty()) elsewhere.push_back(r.rec.node);
+    for (const auto& ask : asks[i]) by_agent = by_agent || ask.second == agent;
   }
-  if (by_signal.empty()) return policy_.on_stacks_collected();
-  std::vector<int> nodes;
-  for (size_t i : by_signal) nodes.push_back(ranks_[i]->rec.node);
-  const int sig = stack_signal(spec_);
-  if (!setup_.launcher->signal_remote(setup_.place.token, nodes, sig))
-    for (size_t i : by_signal)
-      if (ranks_[i]->pid > 0) kill(ranks_[i]->pid, sig);
-  out_.stacks_by += std::string(out_.stacks_by.empty() ? "" : " + ") + "signal";
+  const bool by_py_spy = read_with_py_spy(asks);
+  bool by_signal = false;
+  for (const auto& [i, a] : asks)
+    for (const auto& ask : a)
+      by_signal = by_signal || ask.second == SIGABRT || ask.second == SIGUSR1;
+  const bool remote = !elsewhere.empty() && setup_.launcher->signal_remote(
+                                                setup_.place.token, elsewhere, stack_signal(spec_));
+  out_.stacks_by.clear();
+  for (auto [on, what] :
+       {std::pair{by_agent, "agent"}, {by_py_spy, "py-spy"}, {by_signal || remote, "signal"}})
+    if (on) out_.stacks_by += (out_.stacks_by.empty() ? "" : " + ") + std::string(what);
+  if (!by_agent && !by_signal && !remote) return policy_.on_stacks_collected();
+  signal_processes(set, asks);
 }
 
 void TrialWatch::kill_all(RankSet& set, StopReason why) {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launch/cgroup.hpp"
@@ -60,6 +62,9 @@ class TrialWatch {
   void find_workers(const RankSet& set);
   bool resource_exceeded(double now) const;
   bool running(const RankSet& set, size_t rank) const;
+  using StackAsks = std::vector<std::pair<pid_t, int>>;  // a rank's processes and signals
+  bool read_with_py_spy(std::map<size_t, StackAsks>& asks);
+  void signal_processes(RankSet& set, const std::map<size_t, StackAsks>& asks);
   void request_stacks(RankSet& set, StopReason why);
   void kill_all(RankSet& set, StopReason why);
   void rename_to_real_ranks();
