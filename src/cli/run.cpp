@@ -22,7 +22,8 @@ void print_outcome(const TrialConfig& config, const TrialOutcome& outcome) {
       std::cout << "killed by signal " << rk.signal;
     else
       std::cout << "exit " << rk.exit_code;
-    if (!rk.killed_by.empty()) std::cout << " [stopped by ddpbisect: " << rk.killed_by << "]";
+    if (rk.killed_by != StopReason::None)
+      std::cout << " [stopped by ddpbisect: " << to_string(rk.killed_by) << "]";
     std::cout << ", last step " << rk.last_step << ", log " << rk.stderr_path << "\n";
   }
   std::cout << "  outcome: " << outcome.dir << "/outcome.json\n";

@@ -16,6 +16,9 @@ struct RankSlot {
   int rank = 0;
   int local_rank = 0;
   int node = 0;
+  // 0: the process is the rank. N: it is a torchrun agent that starts the node's N ranks
+  // (rank, local_rank: the first of them, as planned; the rendezvous decides the real ones).
+  int agent_ranks = 0;
   ProcessSpec process;  // the rank's own command, environment and cwd
 };
 

@@ -8,43 +8,26 @@ namespace ddpbisect {
 
 namespace {
 
-class PrefixLauncher : public Launcher {
+class PrefixLauncher : public RemoteLauncher {
  public:
-  explicit PrefixLauncher(LauncherSpec spec) : spec_(std::move(spec)) {}
+  using RemoteLauncher::RemoteLauncher;
   std::string name() const override { return "prefix"; }
   std::string master_addr() const override {
     return spec_.master_addr.empty() ? "127.0.0.1" : spec_.master_addr;
   }
 
-  std::vector<ProcessSpec> wrap(const std::vector<RankSlot>& ranks) const override {
-    std::vector<ProcessSpec> out;
-    for (const auto& r : ranks) {
-      const std::string& host = host_of(spec_, r.node);
-      ProcessSpec p = on_host(host, remote_argv(r, spec_.cwd, host_env(spec_, host)));
-      // The prefix command itself carries the token, so the local sweep finds it too.
-      p.env["DDPBISECT_TRIAL_TOKEN"] = r.process.env.at("DDPBISECT_TRIAL_TOKEN");
-      p.env["DDPBISECT_LAUNCH_CLIENT"] = "1";
-      out.push_back(std::move(p));
-    }
-    return out;
+ protected:
+  ProcessSpec client(const RankSlot& r) const override {
+    const std::string& host = host_of(spec_, r.node);
+    return on_host(host, remote_argv(r, spec_.cwd, host_env(spec_, host)));
   }
-
-  std::string cleanup(const std::string& token, const std::vector<int>& nodes) const override {
-    return sweep_hosts(spec_, nodes, token,
-                       [this](const std::string& h, const std::vector<std::string>& argv) {
-                         return on_host(h, argv);
-                       });
-  }
-
- private:
   // argv run on `host`: behind its prefix, from here, with the driver's environment.
-  ProcessSpec on_host(const std::string& host, const std::vector<std::string>& argv) const {
+  ProcessSpec on_host(const std::string& host,
+                      const std::vector<std::string>& argv) const override {
     ProcessSpec p{expand_prefix(spec_.prefix, host), current_environment(), ""};
     p.argv.insert(p.argv.end(), argv.begin(), argv.end());
     return p;
   }
-
-  LauncherSpec spec_;
 };
 
 }  // namespace

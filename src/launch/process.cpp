@@ -1,5 +1,7 @@
 #include "launch/process.hpp"
 
+#include "launch/rank_set.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -24,19 +27,83 @@ extern char** environ;
 namespace ddpbisect {
 
 namespace {
+
+// Children whose owner reaps them (a RankSet, run_capture): reap_orphans leaves these alone. The
+// lock is held across fork, so no child is ever unregistered when it could first be reaped.
+std::mutex owned_mutex;
+std::set<pid_t> owned;
+
 [[noreturn]] void child_fail(int report_fd, int err) {
   ssize_t ignored = write(report_fd, &err, sizeof err);
   (void)ignored;
   _exit(127);
 }
+
+// What the forked child needs, prepared before fork: it only calls async-signal-safe functions.
+struct ChildPlan {
+  char* const* argv;
+  char* const* envp;
+  const char* path;  // the rank's own PATH, for a bare program name
+  const char* cwd;
+  const char* const* cgroups;  // cgroup.procs files to join, null-terminated
+  pid_t parent;
+  int out, err, report;  // write ends: stdout, stderr, and the exec-failure report
+};
+
+// In the child: its own process group, death with the driver, default signals, the pipes, then
+// exec (a PATH lookup without a shell). Reports errno through `report` when nothing ran.
+[[noreturn]] void exec_child(const ChildPlan& c) {
+  // Into the trial's cgroups first: everything this child starts is born inside them.
+  for (const char* const* f = c.cgroups; *f; ++f) {
+    int fd = open(*f, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t ignored = write(fd, "0", 1);
+    (void)ignored;
+    close(fd);
+  }
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != c.parent) _exit(127);  // the driver died between fork and prctl
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  dup2(c.out, STDOUT_FILENO);
+  dup2(c.err, STDERR_FILENO);
+  if (*c.cwd && chdir(c.cwd) != 0) child_fail(c.report, errno);
+  const char* name = c.argv[0];
+  if (std::strchr(name, '/')) {
+    execve(name, c.argv, c.envp);
+    child_fail(c.report, errno);
+  }
+  char buf[4096];
+  int last = ENOENT;
+  for (const char* p = c.path; *p;) {
+    const char* colon = std::strchr(p, ':');
+    size_t len = colon ? static_cast<size_t>(colon - p) : std::strlen(p);
+    if (len + std::strlen(name) + 2 < sizeof buf) {
+      std::memcpy(buf, p, len);
+      buf[len] = '/';
+      std::strcpy(buf + len + 1, name);
+      execve(buf, c.argv, c.envp);
+      if (errno != ENOENT) last = errno;
+    }
+    p = colon ? colon + 1 : p + len;
+  }
+  child_fail(c.report, last);
+}
 }  // namespace
 
-std::string start_process(const ProcessSpec& spec, Child& child) {
-  if (spec.argv.empty()) return "empty command";
+StartResult start_process(const ProcessSpec& spec) {
+  StartResult result;
+  if (spec.argv.empty()) return {{}, "empty command"};
   int out[2], err[2], report[2];
   if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(report, O_CLOEXEC))
-    return std::string("pipe: ") + std::strerror(errno);
-  // Everything the child needs is prepared before fork: it only calls async-signal-safe functions.
+    return {{}, std::string("pipe: ") + std::strerror(errno)};
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -44,50 +111,20 @@ std::string start_process(const ProcessSpec& spec, Child& child) {
   for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::string path_var;
-  if (auto it = spec.env.find("PATH"); it != spec.env.end()) path_var = it->second;
-  pid_t parent = getpid();
+  std::vector<const char*> cgroups;
+  for (const auto& f : spec.join_cgroups) cgroups.push_back(f.c_str());
+  cgroups.push_back(nullptr);
+  ChildPlan plan{argv.data(),     envp.data(), "/usr/local/bin:/usr/bin:/bin",
+                 spec.cwd.c_str(), cgroups.data(), getpid(), out[1], err[1], report[1]};
+  if (auto it = spec.env.find("PATH"); it != spec.env.end() && !it->second.empty())
+    plan.path = it->second.c_str();
 
+  std::unique_lock<std::mutex> registry(owned_mutex);
   pid_t pid = fork();
-  if (pid < 0) return std::string("fork: ") + std::strerror(errno);
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the driver died between fork and prctl
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) child_fail(report[1], errno);
-    if (std::strchr(argv[0], '/')) {
-      execve(argv[0], argv.data(), envp.data());
-    } else {
-      // PATH lookup with the rank's own PATH, never through a shell.
-      const char* p = path_var.empty() ? "/usr/local/bin:/usr/bin:/bin" : path_var.c_str();
-      char buf[4096];
-      int last = ENOENT;
-      while (*p) {
-        const char* colon = std::strchr(p, ':');
-        size_t len = colon ? static_cast<size_t>(colon - p) : std::strlen(p);
-        if (len + std::strlen(argv[0]) + 2 < sizeof buf) {
-          std::memcpy(buf, p, len);
-          buf[len] = '/';
-          std::strcpy(buf + len + 1, argv[0]);
-          execve(buf, argv.data(), envp.data());
-          if (errno != ENOENT) last = errno;
-        }
-        p = colon ? colon + 1 : p + len;
-      }
-      child_fail(report[1], last);
-    }
-    child_fail(report[1], errno);
-  }
+  if (pid < 0) return {{}, std::string("fork: ") + std::strerror(errno)};
+  if (pid == 0) exec_child(plan);
+  owned.insert(pid);
+  registry.unlock();
   setpgid(pid, pid);  // also from the parent, so the group exists before we ever signal it
   close(out[1]);
   close(err[1]);
@@ -99,16 +136,17 @@ std::string start_process(const ProcessSpec& spec, Child& child) {
   close(report[0]);
   if (n == sizeof child_errno) {
     waitpid(pid, nullptr, 0);
+    disown_child(pid);
     close(out[0]);
     close(err[0]);
-    return "cannot run " + spec.argv[0] + ": " + std::strerror(child_errno);
+    return {{}, "cannot run " + spec.argv[0] + ": " + std::strerror(child_errno)};
   }
   fcntl(out[0], F_SETFL, O_NONBLOCK);
   fcntl(err[0], F_SETFL, O_NONBLOCK);
-  child.pid = pid;
-  child.out_fd = out[0];
-  child.err_fd = err[0];
-  return "";
+  result.child.pid = pid;
+  result.child.out_fd = out[0];
+  result.child.err_fd = err[0];
+  return result;
 }
 
 std::string random_token() {
@@ -132,46 +170,33 @@ std::map<std::string, std::string> current_environment() {
 
 int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output, size_t cap,
                 const std::function<bool()>& stop) {
-  Child child;
-  std::string error = start_process(spec, child);
-  if (!error.empty()) {
-    output = error;
+  output.clear();
+  auto keep = [&](size_t, Stream, const char* data, size_t n) {
+    if (output.size() < cap) output.append(data, std::min(n, cap - output.size()));
+  };
+  // Only `stop` ends a helper early: library callers pass the interrupt check themselves.
+  RankSet set(keep, stop ? stop : [] { return false; });
+  StartResult started = set.start(spec);
+  if (!started.ok()) {
+    output = started.error;
     return -1;
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  int fds[2] = {child.out_fd, child.err_fd};
-  bool timed_out = false;
-  while (fds[0] >= 0 || fds[1] >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0 || (stop && stop())) {
-      timed_out = true;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  bool cut_short = false;
+  while (set.running(0)) {
+    double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0 || set.wait(std::min(left, 0.2)).stopped) {
+      cut_short = true;
       break;
     }
-    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-    if (poll(p, 2, static_cast<int>(std::min<long long>(left, 200))) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      ssize_t n = read(fds[i], buf, sizeof buf);
-      if (n > 0 && output.size() < cap)
-        output.append(buf, std::min(static_cast<size_t>(n), cap - output.size()));
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        close(fds[i]);
-        fds[i] = -1;
-      }
-    }
   }
-  for (int fd : fds)
-    if (fd >= 0) close(fd);
-  if (timed_out) kill_group(child.pid);
-  int status = 0;
-  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  kill_group(child.pid);  // a helper's leftover descendants go with it
-  if (timed_out) return -1;
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  set.kill_all();  // a helper's leftover descendants go with it
+  if (cut_short) return -1;
+  set.drain(0.2);
+  kill_group(set.pid(0));
+  return set.status(0).shell_code();
 }
 
 void kill_group(pid_t pid, int sig) {
@@ -220,7 +245,65 @@ bool proc_state(pid_t pid, pid_t& ppid, char& state) {
   ppid = static_cast<pid_t>(parent);
   return true;
 }
+
+bool is_owned(pid_t pid) {
+  std::lock_guard<std::mutex> lock(owned_mutex);
+  return owned.count(pid) > 0;
+}
 }  // namespace
+
+void disown_child(pid_t pid) {
+  std::lock_guard<std::mutex> lock(owned_mutex);
+  owned.erase(pid);
+}
+
+int reap_orphans() {
+  std::lock_guard<std::mutex> lock(owned_mutex);
+  int reaped = 0;
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    pid_t ppid = 0;
+    char state = '?';
+    if (*end || pid <= 0 || owned.count(static_cast<pid_t>(pid))) continue;
+    if (proc_state(static_cast<pid_t>(pid), ppid, state) && ppid == self && state == 'Z' &&
+        waitpid(static_cast<pid_t>(pid), nullptr, WNOHANG) > 0)
+      ++reaped;
+  }
+  closedir(proc);
+  return reaped;
+}
+
+std::vector<pid_t> child_pids(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (!proc) return out;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    pid_t ppid = 0;
+    char state = '?';
+    if (*end || pid <= 0) continue;
+    if (proc_state(static_cast<pid_t>(pid), ppid, state) && ppid == parent && state != 'Z')
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return out;
+}
+
+std::map<std::string, std::string> process_environment(pid_t pid) {
+  std::map<std::string, std::string> env;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0')) {
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
 
 int sweep_token(const std::string& token, int rounds) {
   int killed = 0;
@@ -238,7 +321,7 @@ int sweep_token(const std::string& token, int rounds) {
       }
       // Reap only this trial's processes that are our children (ranks, and orphans we
       // inherited as subreaper); never another trial's.
-      if (ppid == self) waitpid(p, nullptr, state == 'Z' ? 0 : WNOHANG);
+      if (ppid == self && !is_owned(p)) waitpid(p, nullptr, state == 'Z' ? 0 : WNOHANG);
     }
     if (!any_alive && find_token(token).empty()) return killed;
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + 5 * i));

@@ -16,6 +16,8 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // the complete environment
   std::string cwd;
+  // cgroup.procs files the child joins before it execs (a trial's cgroups; launch/cgroup.hpp).
+  std::vector<std::string> join_cgroups = {};
 };
 
 struct Child {
@@ -24,9 +26,15 @@ struct Child {
   int err_fd = -1;
 };
 
-// Forks and execs `spec`. On failure to exec (missing program, permission), returns an error
-// message and no child is left behind.
-std::string start_process(const ProcessSpec& spec, Child& child);
+struct StartResult {
+  Child child;
+  std::string error;  // why it could not start; child.pid is then -1
+  bool ok() const { return child.pid > 0; }
+};
+
+// Forks and execs `spec`. On failure to exec (missing program, permission), the result says
+// why and no child is left behind.
+StartResult start_process(const ProcessSpec& spec);
 
 // Runs a short helper command to completion and returns its exit status (128+signal when a
 // signal ended it, -1 when it could not start or ran past `timeout_s` and was killed); its
@@ -55,6 +63,18 @@ std::vector<pid_t> find_token(const std::string& token);
 // Makes the driver the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so that the token
 // sweep can reap a rank's grandchildren. Called once by main, before any trial.
 void become_child_subreaper();
+
+// Reaps zombie children nobody waits for: a rank's descendants that were reparented to the
+// driver (its subreaper) and then killed by the trial's end. Children started by
+// start_process are left to whoever started them. Returns how many it reaped.
+int reap_orphans();
+// Marks `pid` as reaped by its owner: start_process's children count as owned until then.
+void disown_child(pid_t pid);
+
+// The live children of `parent`, from /proc.
+std::vector<pid_t> child_pids(pid_t parent);
+// A process's environment, from /proc/PID/environ (empty when unreadable or gone).
+std::map<std::string, std::string> process_environment(pid_t pid);
 
 // CPU time (user+system) of a process in seconds, or -1 when it is gone.
 double process_cpu_seconds(pid_t pid);

@@ -7,6 +7,7 @@
 
 #include "common/text.hpp"
 #include "launch/process.hpp"
+#include "launch/torchrun.hpp"
 #include "spec/placeholders.hpp"
 
 namespace ddpbisect {
@@ -31,14 +32,71 @@ std::string worker_path() {
   return companion_path("DDPBISECT_WORKER", "ddpbisect-worker");
 }
 
+namespace {
+
+// What every process of the trial gets: the driver's environment (less other trials'
+// identity), the trial's DDPBISECT_* variables, Python defaults for commands, the spec's env and
+// the request's extra variables. The rank contract (RANK, ...) is added per rank.
+std::map<std::string, std::string> trial_env(const Spec& spec, const TrialConfig& config,
+                                             const TrialPlace& place,
+                                             const std::map<std::string, std::string>& values) {
+  std::map<std::string, std::string> env = current_environment();
+  // A rank never inherits another trial's identity from the driver's own environment.
+  for (auto it = env.begin(); it != env.end();)
+    it = starts_with(it->first, "DDPBISECT_") && it->first != "DDPBISECT_WORKER" ? env.erase(it)
+                                                                                 : ++it;
+  env["DDPBISECT_CONFIG"] = place.config_path;
+  env["DDPBISECT_TRIAL_DIR"] = place.dir;
+  env["DDPBISECT_TRIAL_TOKEN"] = place.token;
+  env["DDPBISECT_SAMPLES"] = values.at("samples");
+  env["DDPBISECT_COMPONENTS"] = values.at("components");
+  env["DDPBISECT_FEATURES"] = values.at("features");
+  for (const auto& [k, v] : config.params) {
+    std::string upper = k;
+    for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    env["DDPBISECT_PARAM_" + upper] = std::to_string(v);
+  }
+  env["OMP_NUM_THREADS"] = "1";
+  if (spec.command) {
+    env["PYTHONUNBUFFERED"] = "1";
+    env["PYTHONFAULTHANDLER"] = "1";
+    env["TORCH_SHOW_CPP_STACKTRACES"] = "1";
+    for (const auto& [k, v] : spec.command->env) env[k] = v;  // the spec wins
+  }
+  for (const auto& [k, v] : place.extra_env) env[k] = v;
+  return env;
+}
+
+// One torchrun agent per node; the agents start the ranks (launch/torchrun.hpp).
+std::vector<RankSlot> plan_agents(const TorchrunCommand& cmd, const TrialConfig& config,
+                                  const TrialPlace& place, std::map<std::string, std::string> env,
+                                  const std::string& cwd) {
+  const int ppn = static_cast<int>(config.procs_per_node);
+  for (const char* k : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                        "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"})
+    env.erase(k);  // torchrun sets them for its ranks
+  env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = kAgentPrefixTemplate;
+  std::vector<RankSlot> out;
+  for (int node = 0; node < static_cast<int>(config.nodes); ++node) {
+    AgentPlace ap{
+        static_cast<int>(config.nodes), ppn,
+        place.master_addr + ":" + std::to_string(place.master_port),
+        "ddpbisect-" + place.token.substr(0, 8),
+        (std::filesystem::path(place.dir) / ("node" + std::to_string(node)) / "torchrun").string()};
+    RankSlot slot;
+    slot.rank = node * ppn;
+    slot.node = node;
+    slot.agent_ranks = ppn;
+    slot.process = {agent_argv(cmd, ap), env, cwd};
+    out.push_back(std::move(slot));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
                                  const TrialPlace& place) {
-  std::map<std::string, std::string> base = current_environment();
-  // A rank never inherits another trial's identity from the driver's own environment.
-  for (auto it = base.begin(); it != base.end();)
-    it = starts_with(it->first, "DDPBISECT_") && it->first != "DDPBISECT_WORKER" ? base.erase(it)
-                                                                                 : ++it;
-
   const auto values = placeholder_values(config);
   std::vector<std::string> argv;
   std::string cwd = place.dir;
@@ -48,6 +106,10 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     for (const auto& a : spec.command->argv) argv.push_back(substitute_placeholders(a, values));
     cwd = spec.command->cwd;
   }
+  const auto base = trial_env(spec, config, place, values);
+  if (spec.command)
+    if (auto torchrun = parse_torchrun(argv))
+      return plan_agents(*torchrun, config, place, base, cwd);
 
   std::vector<RankSlot> out;
   const int world = static_cast<int>(config.world_size());
@@ -69,24 +131,9 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     env["MASTER_ADDR"] = place.master_addr;
     env["MASTER_PORT"] = std::to_string(place.master_port);
     env["TORCHELASTIC_RUN_ID"] = "ddpbisect-" + place.token.substr(0, 8);
-    env["DDPBISECT_CONFIG"] = place.config_path;
-    env["DDPBISECT_TRIAL_DIR"] = place.dir;
-    env["DDPBISECT_TRIAL_TOKEN"] = place.token;
-    env["DDPBISECT_SAMPLES"] = values.at("samples");
-    env["DDPBISECT_COMPONENTS"] = values.at("components");
-    env["DDPBISECT_FEATURES"] = values.at("features");
-    for (const auto& [k, v] : config.params) {
-      std::string upper = k;
-      for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      env["DDPBISECT_PARAM_" + upper] = std::to_string(v);
-    }
-    env["OMP_NUM_THREADS"] = "1";
-    if (spec.command) {
-      env["PYTHONUNBUFFERED"] = "1";
-      env["PYTHONFAULTHANDLER"] = "1";
-      env["TORCH_SHOW_CPP_STACKTRACES"] = "1";
-      for (const auto& [k, v] : spec.command->env) env[k] = v;  // the spec wins
-    }
+    // As before the contract: the spec's env, then the request's, win.
+    if (spec.command)
+      for (const auto& [k, v] : spec.command->env) env[k] = v;
     for (const auto& [k, v] : place.extra_env) env[k] = v;
     slot.process = {argv, env, cwd};
     out.push_back(std::move(slot));

@@ -77,4 +77,31 @@ const std::string& host_of(const LauncherSpec& spec, int node) {
   return spec.hosts[static_cast<size_t>(node)];
 }
 
+std::vector<ProcessSpec> RemoteLauncher::wrap(const std::vector<RankSlot>& ranks) const {
+  std::vector<ProcessSpec> out;
+  for (const auto& r : ranks) {
+    ProcessSpec p = client(r);
+    p.env["DDPBISECT_TRIAL_TOKEN"] = r.process.env.at("DDPBISECT_TRIAL_TOKEN");
+    p.env["DDPBISECT_LAUNCH_CLIENT"] = "1";
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string RemoteLauncher::cleanup(const std::string& token, const std::vector<int>& nodes) const {
+  if (!has_hosts()) return "";
+  return sweep_hosts(spec_, nodes, token, [this](const std::string& h, const auto& argv) {
+    return on_host(h, argv);
+  });
+}
+
+bool RemoteLauncher::signal_remote(const std::string& token, const std::vector<int>& nodes,
+                                   int sig) const {
+  if (!clients_relay_signals() || !has_hosts()) return false;
+  sweep_hosts(
+      spec_, nodes, token,
+      [this](const std::string& h, const auto& argv) { return on_host(h, argv); }, sig);
+  return true;
+}
+
 }  // namespace ddpbisect

@@ -40,4 +40,30 @@ std::string sweep_hosts(const LauncherSpec& spec, const std::vector<int>& nodes,
 // The host of node `node` (hosts[node]); throws std::out_of_range with a clear message.
 const std::string& host_of(const LauncherSpec& spec, int node);
 
+// The base of the launchers whose local processes are clients of ranks that run on a host
+// (prefix, ssh, slurm): each client carries the trial's token (so the local sweep finds it) and
+// DDPBISECT_LAUNCH_CLIENT=1 (so a stack request on a host that shares our /proc spares it);
+// cleanup and remote signals run remote_sweep_script on each host through on_host().
+class RemoteLauncher : public Launcher {
+ public:
+  explicit RemoteLauncher(LauncherSpec spec) : spec_(std::move(spec)) {}
+  std::vector<ProcessSpec> wrap(const std::vector<RankSlot>& ranks) const final;
+  std::string cleanup(const std::string& token, const std::vector<int>& nodes) const override;
+  bool signal_remote(const std::string& token, const std::vector<int>& nodes,
+                     int sig) const override;
+
+ protected:
+  // The local client process that runs this rank on its host.
+  virtual ProcessSpec client(const RankSlot& rank) const = 0;
+  // `argv` run on `host` (the cleanup script, a stack request).
+  virtual ProcessSpec on_host(const std::string& host,
+                              const std::vector<std::string>& argv) const = 0;
+  // Whether signals to the local clients miss the ranks (ssh, srun: true; a prefix that execs
+  // into the rank: false). Without hosts there is nowhere to run the script.
+  virtual bool clients_relay_signals() const { return false; }
+  bool has_hosts() const { return !spec_.hosts.empty(); }
+
+  LauncherSpec spec_;
+};
+
 }  // namespace ddpbisect

@@ -28,9 +28,10 @@ std::vector<std::string> allocation_hosts(const std::map<std::string, std::strin
   return hosts;
 }
 
-class SlurmLauncher : public Launcher {
+class SlurmLauncher : public RemoteLauncher {
  public:
-  explicit SlurmLauncher(LauncherSpec spec) : spec_(std::move(spec)), env_(current_environment()) {
+  explicit SlurmLauncher(LauncherSpec spec)
+      : RemoteLauncher(std::move(spec)), env_(current_environment()) {
     if (spec_.hosts.empty()) spec_.hosts = allocation_hosts(env_);
   }
   std::string name() const override { return "slurm"; }
@@ -46,53 +47,37 @@ class SlurmLauncher : public Launcher {
     return spec_.hosts.front();
   }
 
-  std::vector<ProcessSpec> wrap(const std::vector<RankSlot>& ranks) const override {
-    std::vector<ProcessSpec> out;
-    for (const auto& r : ranks) {
-      std::vector<std::string> argv = {
-          "srun",       "--nodes=1",
-          "--ntasks=1", "--kill-on-bad-exit=1",
-          "--quiet",    "--job-name=ddpbisect-rank" + std::to_string(r.rank)};
-      if (!spec_.hosts.empty()) argv.push_back("--nodelist=" + host_of(spec_, r.node));
-      if (env_.count("SLURM_JOB_ID")) argv.push_back("--overlap");
-      std::string dir = spec_.cwd.empty() ? r.process.cwd : spec_.cwd;
-      if (!dir.empty()) argv.push_back("--chdir=" + dir);
-      // The step gets srun's environment, less the mark of a launch client.
-      argv.push_back("--export=ALL,DDPBISECT_LAUNCH_CLIENT=");
-      argv.insert(argv.end(), spec_.options.begin(), spec_.options.end());
-      argv.insert(argv.end(), r.process.argv.begin(), r.process.argv.end());
-      ProcessSpec p{argv, r.process.env, ""};
-      p.env["DDPBISECT_LAUNCH_CLIENT"] = "1";
-      if (!spec_.hosts.empty())
-        for (const auto& [k, v] : host_env(spec_, host_of(spec_, r.node))) p.env[k] = v;
-      out.push_back(std::move(p));
-    }
-    return out;
+ protected:
+  ProcessSpec client(const RankSlot& r) const override {
+    std::vector<std::string> argv = {
+        "srun",       "--nodes=1",
+        "--ntasks=1", "--kill-on-bad-exit=1",
+        "--quiet",    "--job-name=ddpbisect-rank" + std::to_string(r.rank)};
+    if (has_hosts()) argv.push_back("--nodelist=" + host_of(spec_, r.node));
+    if (env_.count("SLURM_JOB_ID")) argv.push_back("--overlap");
+    std::string dir = spec_.cwd.empty() ? r.process.cwd : spec_.cwd;
+    if (!dir.empty()) argv.push_back("--chdir=" + dir);
+    // The step gets srun's environment, less the mark of a launch client.
+    argv.push_back("--export=ALL,DDPBISECT_LAUNCH_CLIENT=");
+    argv.insert(argv.end(), spec_.options.begin(), spec_.options.end());
+    argv.insert(argv.end(), r.process.argv.begin(), r.process.argv.end());
+    ProcessSpec p{argv, r.process.env, ""};
+    if (has_hosts())
+      for (const auto& [k, v] : host_env(spec_, host_of(spec_, r.node))) p.env[k] = v;
+    return p;
   }
-
-  std::string cleanup(const std::string& token, const std::vector<int>& nodes) const override {
-    return spec_.hosts.empty() ? "" : sweep_hosts(spec_, nodes, token, on_host());
+  // A one-task step on `host` (overlapping the allocation's other steps).
+  ProcessSpec on_host(const std::string& host,
+                      const std::vector<std::string>& command) const override {
+    std::vector<std::string> argv = {"srun", "--nodes=1", "--ntasks=1", "--quiet",
+                                     "--nodelist=" + host};
+    if (env_.count("SLURM_JOB_ID")) argv.push_back("--overlap");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return ProcessSpec{argv, env_, ""};
   }
-  bool signal_remote(const std::string& token, const std::vector<int>& nodes,
-                     int sig) const override {
-    if (spec_.hosts.empty()) return false;
-    sweep_hosts(spec_, nodes, token, on_host(), sig);
-    return true;
-  }
+  bool clients_relay_signals() const override { return true; }
 
  private:
-  // A one-task step on `host` (overlapping the allocation's other steps).
-  HostCommand on_host() const {
-    return [this](const std::string& h, const std::vector<std::string>& command) {
-      std::vector<std::string> argv = {"srun", "--nodes=1", "--ntasks=1", "--quiet",
-                                       "--nodelist=" + h};
-      if (env_.count("SLURM_JOB_ID")) argv.push_back("--overlap");
-      argv.insert(argv.end(), command.begin(), command.end());
-      return ProcessSpec{argv, env_, ""};
-    };
-  }
-
-  LauncherSpec spec_;
   std::map<std::string, std::string> env_;
 };
 

@@ -29,44 +29,29 @@ void close_masters() {
   masters.clear();
 }
 
-class SshLauncher : public Launcher {
+class SshLauncher : public RemoteLauncher {
  public:
-  explicit SshLauncher(LauncherSpec spec) : spec_(std::move(spec)), env_(current_environment()) {}
+  explicit SshLauncher(LauncherSpec spec)
+      : RemoteLauncher(std::move(spec)), env_(current_environment()) {}
   std::string name() const override { return "ssh"; }
   // Ranks rendezvous at the first node's host unless the spec names an address.
   std::string master_addr() const override {
     return spec_.master_addr.empty() ? spec_.hosts.front() : spec_.master_addr;
   }
 
-  std::vector<ProcessSpec> wrap(const std::vector<RankSlot>& ranks) const override {
-    std::vector<ProcessSpec> out;
-    for (const auto& r : ranks) {
-      const std::string& host = host_of(spec_, r.node);
-      ProcessSpec p{ssh_argv(host, remote_argv(r, spec_.cwd, host_env(spec_, host))), env_, ""};
-      remember_master(host);
-      p.env["DDPBISECT_TRIAL_TOKEN"] = r.process.env.at("DDPBISECT_TRIAL_TOKEN");
-      p.env["DDPBISECT_LAUNCH_CLIENT"] = "1";
-      out.push_back(std::move(p));
-    }
-    return out;
+ protected:
+  ProcessSpec client(const RankSlot& r) const override {
+    const std::string& host = host_of(spec_, r.node);
+    remember_master(host);
+    return on_host(host, remote_argv(r, spec_.cwd, host_env(spec_, host)));
   }
-
-  std::string cleanup(const std::string& token, const std::vector<int>& nodes) const override {
-    return sweep_hosts(spec_, nodes, token, on_host());
+  ProcessSpec on_host(const std::string& host,
+                      const std::vector<std::string>& argv) const override {
+    return ProcessSpec{ssh_argv(host, argv), env_, ""};
   }
-  bool signal_remote(const std::string& token, const std::vector<int>& nodes,
-                     int sig) const override {
-    sweep_hosts(spec_, nodes, token, on_host(), sig);
-    return true;
-  }
+  bool clients_relay_signals() const override { return true; }
 
  private:
-  HostCommand on_host() const {
-    return [this](const std::string& h, const std::vector<std::string>& argv) {
-      return ProcessSpec{ssh_argv(h, argv), env_, ""};
-    };
-  }
-
   std::vector<std::string> ssh_argv(const std::string& host,
                                     const std::vector<std::string>& remote) const {
     std::vector<std::string> argv = {"ssh",
@@ -96,7 +81,6 @@ class SshLauncher : public Launcher {
     masters.insert(argv);
   }
 
-  LauncherSpec spec_;
   std::map<std::string, std::string> env_;
 };
 

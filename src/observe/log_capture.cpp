@@ -17,23 +17,34 @@ StreamCapture::~StreamCapture() {
   if (times_) std::fclose(times_);
 }
 
-void StreamCapture::feed(const char* data, size_t n, double t_ms) {
-  seen_ += static_cast<int64_t>(n);
+void LineSplitter::feed(const char* data, size_t n, const Sink& sink) {
   while (n > 0) {
     const char* nl = static_cast<const char*>(std::memchr(data, '\n', n));
     size_t take = nl ? static_cast<size_t>(nl - data) : n;
+    if (take > kMaxLine - partial_.size()) take = kMaxLine - partial_.size();
     partial_.append(data, take);
-    if (nl) {
-      line(partial_, t_ms);
-      partial_.clear();
-      take += 1;
-    } else if (partial_.size() >= kMaxLine) {
-      line(partial_, t_ms);
-      partial_.clear();
-    }
     data += take;
     n -= take;
+    if (nl && data == nl) {
+      sink(partial_, true);
+      partial_.clear();
+      ++data;
+      --n;
+    } else if (partial_.size() >= kMaxLine) {
+      sink(partial_, false);
+      partial_.clear();
+    }
   }
+}
+
+void LineSplitter::flush(const Sink& sink) {
+  if (!partial_.empty()) sink(partial_, false);
+  partial_.clear();
+}
+
+void StreamCapture::feed(const char* data, size_t n, double t_ms) {
+  seen_ += static_cast<int64_t>(n);
+  lines_in_.feed(data, n, [&](std::string_view text, bool) { line(text, t_ms); });
 }
 
 void StreamCapture::line(std::string_view text, double t_ms) {
@@ -66,10 +77,7 @@ void StreamCapture::write_line(std::string_view text, double t_ms) {
 void StreamCapture::close(double t_ms) {
   if (closed_) return;
   closed_ = true;
-  if (!partial_.empty()) {
-    line(partial_, t_ms);
-    partial_.clear();
-  }
+  lines_in_.flush([&](std::string_view text, bool) { line(text, t_ms); });
   if (dropped_ > 0) {
     std::string note = "[ddpbisect: the trial's log cap was reached; " + std::to_string(dropped_) +
                        " bytes of this stream were dropped here]";

@@ -14,6 +14,19 @@
 
 namespace ddpbisect {
 
+// Splits a byte stream into lines; a "line" longer than kMaxLine is cut there (complete=false),
+// so that memory stays bounded whatever a rank writes.
+class LineSplitter {
+ public:
+  using Sink = std::function<void(std::string_view line, bool complete)>;
+  static constexpr size_t kMaxLine = 1 << 20;
+  void feed(const char* data, size_t n, const Sink& sink);
+  void flush(const Sink& sink);  // an unterminated last line
+
+ private:
+  std::string partial_;
+};
+
 struct LogBudget {
   int64_t remaining;
   bool exhausted = false;
@@ -45,12 +58,11 @@ class StreamCapture {
   FILE* times_ = nullptr;
   LogBudget* budget_;
   LineSink sink_;
-  std::string partial_;
+  LineSplitter lines_in_;
   std::deque<std::pair<std::string, double>> tail_;
   int64_t tail_bytes_ = 0, seen_ = 0, dropped_ = 0, lines_ = 0;
   bool closed_ = false;
   static constexpr int64_t kTailBytes = 64 << 10;
-  static constexpr size_t kMaxLine = 1 << 20;  // a longer "line" is split
 };
 
 }  // namespace ddpbisect

@@ -39,7 +39,7 @@ nlohmann::json TrialOutcome::to_json() const {
               {"exit_code", r.signal ? json(nullptr) : json(r.exit_code)},
               {"signal", r.signal ? json(signal_name(r.signal)) : json(nullptr)},
               {"signal_number", r.signal},
-              {"killed_by", r.killed_by.empty() ? json(nullptr) : json(r.killed_by)},
+              {"killed_by", r.killed_by == StopReason::None ? json(nullptr) : json(to_string(r.killed_by))},
               {"last_step", r.last_step},
               {"heartbeats", r.heartbeats},
               {"last_progress_s", r.last_progress_s},
@@ -66,8 +66,16 @@ nlohmann::json TrialOutcome::to_json() const {
             {"port_clash", port_clash},
             {"log_cap_hit", log_cap_hit},
             {"launcher", launcher},
+            {"containment", containment},
             {"ranks", ranks_json}};
   if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
+  if (!stacks_by.empty()) j["stacks_by"] = stacks_by;
+  if (!agent_logs.empty()) j["agent_logs"] = agent_logs;
+  if (stop != StopReason::None) j["stopped_by"] = to_string(stop);
+  if (resource)
+    j["resource_limit"] = {{"limit", resource->limit},
+                           {"detail", resource->detail},
+                           {"rank", resource->rank >= 0 ? json(resource->rank) : json(nullptr)}};
   if (diagnosis) j["diagnosis"] = diagnosis->to_json();
   return j;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "diagnose/diagnosis.hpp"
+#include "observe/stop_policy.hpp"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
@@ -26,7 +27,7 @@ struct RankRecord {
   double start_s = 0, end_s = -1;  // seconds since the trial started
   int exit_code = -1;              // when it exited
   int signal = 0;                  // when a signal ended it
-  std::string killed_by;           // "", early_stop, hang, timeout, interrupt, cancel
+  StopReason killed_by = StopReason::None;  // set when ddpbisect stopped the rank
   long long last_step = -1;
   long long heartbeats = 0;
   double last_progress_s = 0;
@@ -34,18 +35,30 @@ struct RankRecord {
   std::string stdout_path, stderr_path;
   int64_t bytes = 0, dropped = 0;
   std::string stack;  // what the rank printed after the stack request (hang, early stop)
-  bool failed() const { return killed_by.empty() && (signal != 0 || exit_code > 0); }
+  bool failed() const { return killed_by == StopReason::None && (signal != 0 || exit_code > 0); }
+};
+
+// A trial stopped by a limit of the spec (limits.memory, limits.max_procs), not by its bug.
+struct ResourceFault {
+  std::string limit;   // "limits.memory" | "limits.max_procs"
+  std::string detail;  // "(256MB): the kernel's OOM killer ended 1 process"
+  int rank = -1;       // the rank it hit, when known
 };
 
 struct TrialOutcome {
   std::string dir;
   TrialStatus status = TrialStatus::Infra;
   int interrupt_signal = 0;  // status Interrupted: SIGINT or SIGTERM; 0 when cancelled
-  std::string reason;  // one line for humans
+  std::string reason;        // one line for humans
+  StopReason stop = StopReason::None;  // what ended the trial, when ddpbisect did
+  std::optional<ResourceFault> resource;
   TrialConfig config;
   std::string master_addr;
   std::string launcher;       // local | prefix | ssh | slurm
   std::string cleanup_notes;  // what the hosts' sweep reported, if anything
+  std::string containment;    // the trial's cgroups, or how containment degraded here
+  std::string stacks_by;      // how stacks were asked for: agent, py-spy, signal, joined by +
+  std::vector<std::string> agent_logs;  // torchrun agents' own stderr (their banner, errors)
   int master_port = 0;
   std::string token;  // DDPBISECT_TRIAL_TOKEN: in every process of the trial's environment
   double started_unix = 0, duration_s = 0;

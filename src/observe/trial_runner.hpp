@@ -5,8 +5,10 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "launch/launcher.hpp"
 #include "observe/outcome.hpp"
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
@@ -18,6 +20,8 @@ struct TrialRequest {
   TrialConfig config;
   std::string dir;  // created by the runner; must not exist
   std::map<std::string, std::string> extra_env;
+  // Built once per reduction and shared by its trials; null: the runner makes the spec's own.
+  std::shared_ptr<const Launcher> launcher = nullptr;
   // Polled while the ranks run: true stops the trial (every rank killed and reaped) and it
   // returns Interrupted with interrupt_signal 0. The reducer cancels speculative trials with it.
   std::function<bool()> cancelled = nullptr;

@@ -1,7 +1,5 @@
 #include "probe/doctor.hpp"
 
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
+#include "launch/rank_set.hpp"
 #include "observe/trial_runner.hpp"
 #include "probe/clock.hpp"
 #include "probe/comm_probe.hpp"
@@ -65,35 +64,22 @@ std::vector<std::string> spec_paths(const Spec& spec) {
   return {out.begin(), out.end()};
 }
 
-// Starts the master probe on node 0 and waits for its report line (or its exit, or Ctrl-C).
-json start_master(const ProcessSpec& p, Child& child, std::string& error) {
-  error = start_process(p, child);
-  if (!error.empty()) return nullptr;
-  std::string buf;
+// Starts the master probe on node 0 in `set` (whose sink fills `out`) and waits for its report
+// line, its exit or an interrupt.
+json start_master(RankSet& set, const std::string& out, const ProcessSpec& p, std::string& error) {
+  StartResult started = set.start(p);
+  if (!started.ok()) {
+    error = started.error;
+    return nullptr;
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (std::chrono::steady_clock::now() < deadline && !interrupted()) {
-    pollfd fds[1] = {{child.out_fd, POLLIN, 0}};
-    if (poll(fds, 1, 200) <= 0) continue;
-    char tmp[4096];
-    ssize_t got = read(child.out_fd, tmp, sizeof tmp);
-    if (got <= 0) break;
-    buf.append(tmp, static_cast<size_t>(got));
-    json j = parse_probe_line(buf);
+  while (std::chrono::steady_clock::now() < deadline && set.running(0)) {
+    if (set.wait(0.2).stopped) break;
+    json j = parse_probe_line(out);
     if (j.is_object()) return j;
   }
-  error = "no answer from the master probe: " + buf.substr(0, 300);
+  error = "no answer from the master probe: " + out.substr(0, 300);
   return nullptr;
-}
-
-void stop_child(Child& child) {
-  if (child.pid <= 0) return;
-  kill_group(child.pid);
-  int status = 0;
-  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (child.out_fd >= 0) close(child.out_fd);
-  if (child.err_fd >= 0) close(child.err_fd);
-  child = Child{};
 }
 
 // 1. The workload on one process: the first stage's cheap variant.
@@ -175,9 +161,11 @@ NodeReports run_node_probes(const ProbeSetup& p, const Stage& stage) {
   in.master_port = p.port;
   in.fixed_port = p.fixed_port;
   in.stage = stage;
-  Child master_child;
-  std::string master_error;
-  in.master = start_master(p.node_probe(0, "master"), master_child, master_error);
+  std::string master_out, master_error;
+  RankSet master_set([&](size_t, Stream stream, const char* data, size_t n) {
+    if (stream == Stream::Out && master_out.size() < (1 << 20)) master_out.append(data, n);
+  });
+  in.master = start_master(master_set, master_out, p.node_probe(0, "master"), master_error);
   const int nodes = static_cast<int>(stage.nodes);
   in.reports.assign(static_cast<size_t>(nodes), nullptr);
   in.driver_offsets.assign(static_cast<size_t>(nodes), 0.0);
@@ -209,7 +197,8 @@ NodeReports run_node_probes(const ProbeSetup& p, const Stage& stage) {
       if (r.contains("master") && r["master"].is_object() && r["master"].value("reachable", false))
         in.driver_offsets[static_cast<size_t>(i)] = *d - r["master"].value("offset_s", 0.0);
     }
-  stop_child(master_child);
+  master_set.kill_all();
+  while (master_set.any_running()) master_set.wait(0.1);
   sweep_token(p.token);
   std::vector<int> all(static_cast<size_t>(nodes));
   for (int i = 0; i < nodes; ++i) all[static_cast<size_t>(i)] = i;

@@ -16,8 +16,8 @@ using nlohmann::json;
 
 struct Oracle::Landed {
   RunRecord record;
-  int signal = 0;          // SIGINT/SIGTERM reached the trial: not judged
-  bool cancelled = false;  // stopped because its answer was no longer needed: not judged
+  int signal = 0;            // SIGINT/SIGTERM reached the trial: not judged
+  bool cancelled = false;    // stopped because its answer was no longer needed: not judged
   std::exception_ptr error;  // the trial could not be run (our own files): rethrown
 };
 
@@ -28,7 +28,8 @@ struct Oracle::Flight {
   Env env;
   bool question = false;  // started for interesting(): cancelled once no longer needed
   Slot slot;
-  std::shared_ptr<const Spec> spec;  // the spec, with the slot's hosts when it has some
+  std::shared_ptr<const Spec> spec;          // the spec, with the slot's hosts when it has some
+  std::shared_ptr<const Launcher> launcher;  // that spec's, shared by the trials on those hosts
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<std::optional<Landed>> landed = std::make_shared<std::optional<Landed>>();
   std::thread thread;
@@ -146,8 +147,7 @@ double Oracle::elapsed_s() const {
 }
 
 bool Oracle::exhausted() const {
-  if (opt_.max_trials &&
-      stats_.trials + static_cast<int64_t>(flights_.size()) >= *opt_.max_trials)
+  if (opt_.max_trials && stats_.trials + static_cast<int64_t>(flights_.size()) >= *opt_.max_trials)
     return true;
   if (opt_.max_time && elapsed_s() * 1000.0 >= static_cast<double>(opt_.max_time->count()))
     return true;
@@ -161,7 +161,9 @@ int Oracle::affordable(int n) const {
   return static_cast<int>(std::clamp<int64_t>(left, 0, n));
 }
 
-int Oracle::width(const TrialConfig& config) const { return pool_.width(config); }
+int Oracle::width(const TrialConfig& config) const {
+  return pool_.width(config);
+}
 
 double Oracle::interesting_odds() const {
   return (answered_interesting_ + 1.0) / (answered_ + 2.0);
@@ -212,12 +214,13 @@ bool Oracle::start(const TrialConfig& config, bool question, const Env& env) {
     own->launcher.hosts = slot->hosts;
     f.spec = own;
   }
+  f.launcher = launcher_for(*f.spec);
   attempts_[key].insert(attempt);
   f.thread = std::thread([this, config, key, attempt, env, slot = *slot, spec = f.spec,
-                          cancel = f.cancel, landed = f.landed] {
+                          launcher = f.launcher, cancel = f.cancel, landed = f.landed] {
     Landed l;
     try {
-      l = fly(config, key, attempt, env, slot, *spec, *cancel);
+      l = fly(config, key, attempt, env, slot, *spec, launcher, *cancel);
     } catch (...) {
       l.error = std::current_exception();
     }
@@ -233,6 +236,7 @@ bool Oracle::start(const TrialConfig& config, bool question, const Env& env) {
 // On a trial thread: one trial, retried (up to three times in all) while its outcome is infra.
 Oracle::Landed Oracle::fly(const TrialConfig& config, const std::string& key, int attempt,
                            const Env& env, const Slot& slot, const Spec& spec,
+                           std::shared_ptr<const Launcher> launcher,
                            const std::atomic<bool>& cancel) const {
   Landed out;
   for (int i = 0; i < 3; ++i) {
@@ -250,6 +254,7 @@ Oracle::Landed Oracle::fly(const TrialConfig& config, const std::string& key, in
       req.extra_env["CUDA_VISIBLE_DEVICES"] = ids;
     }
     req.cancelled = [&cancel] { return cancel.load(); };
+    req.launcher = launcher;
     TrialOutcome o = runner_(req);
     out.record = record_from_outcome(o, attempt);
     if (o.status == TrialStatus::Interrupted) {
@@ -260,6 +265,12 @@ Oracle::Landed Oracle::fly(const TrialConfig& config, const std::string& key, in
     if (o.status != TrialStatus::Infra) break;
   }
   return out;
+}
+
+std::shared_ptr<const Launcher> Oracle::launcher_for(const Spec& spec) {
+  auto& launcher = launchers_[spec.launcher.hosts];
+  if (!launcher) launcher = make_launcher(spec.launcher);
+  return launcher;
 }
 
 // Waits for the first trial to end and records it.
@@ -380,7 +391,9 @@ std::vector<RunRecord> Oracle::runs_of(const TrialConfig& config, int n, const E
   return out;
 }
 
-RunRecord Oracle::run(const TrialConfig& config) { return runs_of(config, 1, {}).at(0); }
+RunRecord Oracle::run(const TrialConfig& config) {
+  return runs_of(config, 1, {}).at(0);
+}
 
 std::vector<RunRecord> Oracle::runs(const TrialConfig& config, int n) {
   return runs_of(config, n, {});

@@ -48,8 +48,8 @@ using Env = std::map<std::string, std::string>;
 class Oracle {
  public:
   // Each recorded trial; `interesting` once there is a target to compare with.
-  using Listener = std::function<void(const TrialConfig&, const RunRecord&,
-                                      std::optional<bool> interesting)>;
+  using Listener =
+      std::function<void(const TrialConfig&, const RunRecord&, std::optional<bool> interesting)>;
   Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listener listener,
          TrialRunner runner = run_trial);
   ~Oracle();  // cancels and reaps every trial still running
@@ -106,7 +106,11 @@ class Oracle {
   bool start(const TrialConfig& config, bool question, const Env& env = {});
   std::vector<RunRecord> runs_of(const TrialConfig& config, int n, const Env& env);
   Landed fly(const TrialConfig& config, const std::string& key, int attempt, const Env& env,
-             const Slot& slot, const Spec& spec, const std::atomic<bool>& cancel) const;
+             const Slot& slot, const Spec& spec, std::shared_ptr<const Launcher> launcher,
+             const std::atomic<bool>& cancel) const;
+  // The launcher of `spec` (the spec, or a slot's copy with its hosts): built once per set of
+  // hosts in a reduction and shared by its trials. Called on the reducer's thread only.
+  std::shared_ptr<const Launcher> launcher_for(const Spec& spec);
   void await_one();
   void land(Flight& flight, const Landed& landed);
   void record(const TrialConfig& config, const RunRecord& r, const Env& env);
@@ -126,6 +130,7 @@ class Oracle {
   Listener listener_;
   TrialRunner runner_;
   SlotPool pool_;
+  std::map<std::vector<std::string>, std::shared_ptr<const Launcher>> launchers_;  // by hosts
   Signature target_;
   bool has_target_ = false;
   double rate_ = 1.0;

@@ -21,9 +21,15 @@ std::vector<Env> debug_variants(const Spec& spec, const std::string& category) {
   // Hangs and mismatches: DETAIL's collective checks name the mismatch. PyTorch 2.x's DDP over
   // Gloo crashes in its constructor under DETAIL (its logger casts the wrapped group), so INFO,
   // which does not wrap the group, is the fallback.
+  // A hang also turns the Flight Recorder on, its dumps kept in the trial folder (observe/stacks).
   if (category == "hang" || category == "collective_mismatch" || category == "comm_timeout" ||
-      category == "trial_timeout")
-    return {detail, info};
+      category == "trial_timeout") {
+    const Env fr = {{"DDPBISECT_FLIGHT_RECORDER", "1"}};
+    Env detail_fr = detail, info_fr = info;
+    detail_fr.insert(fr.begin(), fr.end());
+    info_fr.insert(fr.begin(), fr.end());
+    return {detail_fr, info_fr};
+  }
   // DDP names the parameters that got no gradient under INFO already.
   if (category == "ddp_unused_parameters") return {info};
   if (category == "cuda_error" || category == "cuda_oom") return {{{"CUDA_LAUNCH_BLOCKING", "1"}}};

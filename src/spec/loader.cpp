@@ -874,7 +874,8 @@ class SpecLoader {
 
   void load_limits(const YAML::Node& n, Spec& spec) {
     if (!r_.expect_map(n, "limits")) return;
-    r_.check_keys(n, "limits", {"trial_timeout", "hang_after", "log_cap", "grace"});
+    r_.check_keys(n, "limits",
+                  {"trial_timeout", "hang_after", "log_cap", "grace", "memory", "max_procs"});
     if (auto k = n["trial_timeout"])
       if (auto v = r_.duration(k, "limits.trial_timeout")) spec.limits.trial_timeout = *v;
     if (auto k = n["hang_after"]) {
@@ -892,12 +893,24 @@ class SpecLoader {
             k, "limits.log_cap",
             "expected a size of at least 4KB such as 64MB or 1GB, found " + Reader::describe(k));
     }
+    if (auto k = n["memory"]) {
+      auto bytes = k.IsScalar() ? parse_size(k.Scalar()) : std::nullopt;
+      if (bytes && *bytes >= (4 << 20))
+        spec.limits.memory_bytes = *bytes;
+      else
+        r_.error(k, "limits.memory",
+                 "expected a size of at least 4MB such as 512MB or 8GB, found " +
+                     Reader::describe(k));
+    }
+    if (auto k = n["max_procs"])
+      if (auto v = r_.integer(k, "limits.max_procs", 1, 1 << 22)) spec.limits.max_procs = *v;
   }
 
   static std::optional<int64_t> parse_size(std::string s) {
     s = std::string(trim(s));
     size_t u = s.find_first_not_of("0123456789");
-    if (u == 0) return std::nullopt;
+    if (u == 0 || std::min(u, s.size()) > 12) return std::nullopt;  // no overflow below
+
     int64_t v = std::stoll(s.substr(0, u));
     std::string unit = u == std::string::npos ? "" : s.substr(u);
     for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));

@@ -109,6 +109,8 @@ nlohmann::json spec_to_json(const Spec& spec) {
                                                        : std::string("auto")},
                  {"grace", format_duration(spec.limits.grace)},
                  {"log_cap", spec.limits.log_cap_bytes}};
+  if (spec.limits.memory_bytes) j["limits"]["memory"] = *spec.limits.memory_bytes;
+  if (spec.limits.max_procs) j["limits"]["max_procs"] = *spec.limits.max_procs;
   j["match"] = {{"level", spec.match.level}};
   if (!spec.match.regex.empty()) j["match"]["regex"] = spec.match.regex;
   if (!spec.match.ignore_frames.empty()) j["match"]["ignore_frames"] = spec.match.ignore_frames;

@@ -114,6 +114,9 @@ struct Limits {
   std::optional<Millis> hang_after;  // nullopt = auto
   int64_t log_cap_bytes = 64ll << 20;
   Millis grace{2000};
+  // Per trial, for its processes on this machine together (a cgroup; launch/cgroup.hpp).
+  std::optional<int64_t> memory_bytes;  // limits.memory
+  std::optional<int64_t> max_procs;     // limits.max_procs: processes and threads
 };
 
 struct MatchSpec {

@@ -65,6 +65,40 @@ if run_case hang 1; then
   ok
 fi
 
+# Stack requests per process: a shell wrapping Python, py-spy off: the shell is left alone, the
+# Python gets faulthandler's SIGABRT. A Python that catches the agent's signal (SIGUSR2, here a
+# faulthandler.register standing in for the agent) gets that instead and lives on until the kill.
+cat >"$tmp/wrapped.yaml" <<EOS
+workload:
+  command: [sh, -c, "python3 $here/programs/misbehave.py hang $tmp/wrapped; echo wrapper-done"]
+stages: [{name: node, nodes: 1, procs_per_node: 2}]
+limits: {hang_after: 2s, grace: 1s, trial_timeout: 60s}
+EOS
+if DDPBISECT_PY_SPY=0 run_case wrapped 1; then
+  [[ $(json "$tmp/wrapped.json" "o['stacks_by']") == signal ]] || bad "wrapped: stacks by $(json "$tmp/wrapped.json" "o['stacks_by']")"
+  for r in 0 1; do
+    json "$tmp/wrapped.json" "o['ranks'][$r]['stack']" | grep -q 'misbehave.py", line .* in wait_here_forever' ||
+      bad "wrapped: rank $r stack lacks the script frame"
+  done
+  grep -q wrapper-done "$tmp"/out-wrapped/trials/*/node0/rank0.stdout && ok || bad "wrapped: the shell did not outlive its Python"
+fi
+cat >"$tmp/agent.yaml" <<EOS
+workload:
+  command: [python3, -c, "import faulthandler, runpy, signal, sys; faulthandler.register(signal.SIGUSR2, all_threads=True); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+            $here/programs/misbehave.py, hang, $tmp/agent]
+stages: [{name: node, nodes: 1, procs_per_node: 2}]
+limits: {hang_after: 2s, grace: 1s, trial_timeout: 60s}
+EOS
+if run_case agent 1; then
+  [[ $(json "$tmp/agent.json" "o['stacks_by']") == agent ]] || bad "agent: stacks by $(json "$tmp/agent.json" "o['stacks_by']")"
+  for r in 0 1; do
+    json "$tmp/agent.json" "o['ranks'][$r]['stack']" | grep -q 'misbehave.py", line .* in wait_here_forever' ||
+      bad "agent: rank $r stack lacks the script frame"
+    [[ $(json "$tmp/agent.json" "o['ranks'][$r]['signal']") != SIGABRT ]] || bad "agent: rank $r was aborted"
+  done
+  ok
+fi
+
 spec grandchild grandchild
 run_case grandchild 1 && ok
 

@@ -10,32 +10,11 @@ set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
-if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null; then
-  echo "SKIP: netns tests need root and iproute2 (ip netns add)"
-  exit 77
-fi
 tag=ddpb$$
 net=$((RANDOM % 200 + 20))
-h0=$tag-h0 h1=$tag-h1
 tmp=$(mktemp -d)
-cleanup() {
-  for ns in "$h0" "$h1"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-if ! ip netns add "$h0" 2>"$tmp/err" || ! ip netns add "$h1" 2>>"$tmp/err"; then
-  echo "SKIP: cannot create network namespaces: $(cat "$tmp/err")"
-  exit 77
-fi
-ip link add "$tag-a" netns "$h0" type veth peer name "$tag-b" netns "$h1"
-ip -n "$h0" addr add "10.77.$net.1/24" dev "$tag-a"
-ip -n "$h1" addr add "10.77.$net.2/24" dev "$tag-b"
-for ns in "$h0" "$h1"; do ip -n "$ns" link set lo up; done
-ip -n "$h0" link set "$tag-a" up
-ip -n "$h1" link set "$tag-b" up
+at_exit rm -rf "$tmp"
+netns_pair "$tag" "$net"
 
 mkdir -p "$tmp/data" && echo "0-15" >"$tmp/data/index.txt"
 write_spec() {  # write_spec FILE H1_DATA_ROOT
@@ -63,7 +42,7 @@ launcher:
 limits: {trial_timeout: 60s}
 YAML
 }
-leftovers() { echo "$(ip netns pids "$h0") $(ip netns pids "$h1")" | xargs; }
+leftovers() { netns_leftovers; }
 
 # 1. A healthy 2x2 job across the two hosts passes: Gloo works over the veth link.
 write_spec "$tmp/good.yaml" "$tmp/data"

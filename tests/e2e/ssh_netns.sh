@@ -11,66 +11,13 @@ set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1
 root=$2
-sshd=$(command -v sshd || echo /usr/sbin/sshd)
-if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || [[ ! -x $sshd ]] || ! command -v ssh-keygen >/dev/null; then
-  echo "SKIP: ssh tests need root, iproute2 and openssh-server"
-  exit 77
-fi
 tag=ds$$
 net=$((RANDOM % 200 + 20))
-h0=$tag-h0 h1=$tag-h1 br=$tag-br
 tmp=$(mktemp -d)
-cleanup() {
-  for ns in "$h0" "$h1"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
-  done
-  ip link del "$br" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-if ! ip link add "$br" type bridge 2>"$tmp/err" || ! ip netns add "$h0" 2>>"$tmp/err" || ! ip netns add "$h1" 2>>"$tmp/err"; then
-  echo "SKIP: cannot create a bridge and network namespaces: $(cat "$tmp/err")"
-  exit 77
-fi
-ip addr add "10.78.$net.254/24" dev "$br"
-ip link set "$br" up
-i=1
-for ns in "$h0" "$h1"; do
-  ip link add "$tag-v$i" type veth peer name eth0 netns "$ns"
-  ip link set "$tag-v$i" master "$br" up
-  ip -n "$ns" addr add "10.78.$net.$i/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
-  i=$((i + 1))
-done
-
-# Keys and one sshd per namespace.
-mkdir -p /run/sshd
-ssh-keygen -q -t ed25519 -N "" -f "$tmp/host_key"
-ssh-keygen -q -t ed25519 -N "" -f "$tmp/client_key"
-cp "$tmp/client_key.pub" "$tmp/authorized_keys"
-chmod 600 "$tmp/authorized_keys"
-i=1
-for ns in "$h0" "$h1"; do
-  cat >"$tmp/sshd_$i.conf" <<CONF
-ListenAddress 10.78.$net.$i
-Port 22
-HostKey $tmp/host_key
-AuthorizedKeysFile $tmp/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-StrictModes no
-UsePAM no
-PidFile $tmp/sshd_$i.pid
-AcceptEnv none
-CONF
-  ip netns exec "$ns" "$sshd" -f "$tmp/sshd_$i.conf" -E "$tmp/sshd_$i.log"
-  i=$((i + 1))
-done
-sleep 0.5
-opts=(-i "$tmp/client_key" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -l root)
+at_exit rm -rf "$tmp"
+netns_bridge "$tag" "$net"
+netns_sshd "$tmp" "$net"
+opts=("${ssh_opts[@]}")
 ssh -o BatchMode=yes "${opts[@]}" "10.78.$net.2" true 2>"$tmp/err" || { echo "FAIL: sshd in $h1 unreachable: $(cat "$tmp/err" "$tmp/sshd_2.log")"; exit 1; }
 
 mkdir -p "$tmp/data" && echo "0-15" >"$tmp/data/index.txt"
@@ -98,8 +45,7 @@ launcher:
 limits: {trial_timeout: 60s}
 YAML
 }
-leftovers() { echo "$(ip netns pids "$h0") $(ip netns pids "$h1")" | xargs -n1 | while read -r p; do
-  [[ $(cat /proc/$p/comm 2>/dev/null) == sshd ]] || echo "$p:$(cat /proc/$p/comm 2>/dev/null)"; done | xargs; }
+leftovers() { netns_leftovers sshd; }
 masters() { pgrep -f "ControlPath=/tmp/ddpbisect-ssh" | xargs; }
 
 write_spec "$tmp/good.yaml" "$tmp/data"
@@ -165,5 +111,4 @@ assert "wait_for_a_signal_that_never_comes" in stacks[1], stacks[1][-800:]
 ' "$tmp/hang.json" && ok || bad "a remote hang: no stacks came back over ssh"
 [[ -z $(leftovers) ]] && ok || bad "processes left on the hosts after the hang: $(leftovers)"
 
-for i in 1 2; do kill "$(cat "$tmp/sshd_$i.pid")" 2>/dev/null; done
 finish ssh/netns

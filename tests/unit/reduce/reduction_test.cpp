@@ -208,7 +208,9 @@ TEST_F(ReductionTest, ADebugRerunThatCrashesIsANoteAndINFOIsTriedNext) {
   ReductionResult r = run_reduction(spec, options(4));
   expect_planted_minimum(r);
   ASSERT_TRUE(r.debug_run.has_value());
-  EXPECT_EQ(r.debug_env, (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}}));
+  // A hang's rerun also turns the Flight Recorder on (observe/stacks.hpp).
+  EXPECT_EQ(r.debug_env,
+            (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}, {"DDPBISECT_FLIGHT_RECORDER", "1"}}));
   EXPECT_EQ(r.debug_run->signature->category, "hang");
   ASSERT_EQ(r.debug_notes.size(), 1u);
   EXPECT_NE(r.debug_notes[0].find("TORCH_DISTRIBUTED_DEBUG=DETAIL"), std::string::npos);

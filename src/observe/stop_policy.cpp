@@ -1,0 +1,87 @@
+#include "observe/stop_policy.hpp"
+
+namespace ddpbisect {
+
+namespace {
+constexpr StopReason kReasons[] = {StopReason::EarlyStop,    StopReason::Hang,
+                                   StopReason::Timeout,      StopReason::Interrupt,
+                                   StopReason::Cancel,       StopReason::StartFailure,
+                                   StopReason::ResourceLimit};
+}
+
+const char* to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::None:
+      return "";
+    case StopReason::EarlyStop:
+      return "early_stop";
+    case StopReason::Hang:
+      return "hang";
+    case StopReason::Timeout:
+      return "timeout";
+    case StopReason::Interrupt:
+      return "interrupt";
+    case StopReason::Cancel:
+      return "cancel";
+    case StopReason::StartFailure:
+      return "start_failure";
+    case StopReason::ResourceLimit:
+      return "resource_limit";
+  }
+  return "";
+}
+
+std::optional<StopReason> parse_stop_reason(std::string_view text) {
+  if (text.empty()) return StopReason::None;
+  for (StopReason r : kReasons)
+    if (text == to_string(r)) return r;
+  return std::nullopt;
+}
+
+void StopPolicy::on_rank_failed(double t) {
+  if (!grace_until_) grace_until_ = t + limits_.grace_s;
+}
+
+void StopPolicy::on_start_failure() {
+  start_failed_ = true;
+}
+
+void StopPolicy::on_stacks_collected() {
+  stacks_in_ = true;
+}
+
+StopDecision StopPolicy::stop(StopAction action, StopReason reason, double t) {
+  reason_ = reason;
+  if (action == StopAction::KillAll) {
+    killed_ = true;
+    kill_at_.reset();
+  } else {
+    kill_at_ = t + limits_.dump_wait_s;
+    stacks_in_ = false;
+  }
+  return {action, reason};
+}
+
+StopDecision StopPolicy::decide(const StopInputs& in) {
+  // Stops that cannot wait: they win over a stop already under way, once each.
+  if (in.interrupted && reason_ != StopReason::Interrupt)
+    return stop(StopAction::KillAll, StopReason::Interrupt, in.t);
+  if (in.cancelled && reason_ != StopReason::Interrupt && reason_ != StopReason::Cancel)
+    return stop(StopAction::KillAll, StopReason::Cancel, in.t);
+  if (killed_) return {};
+  if (start_failed_) return stop(StopAction::KillAll, StopReason::StartFailure, in.t);
+  if (in.resource_exceeded) return stop(StopAction::KillAll, StopReason::ResourceLimit, in.t);
+  if (reason_ == StopReason::None) {
+    // Once a rank has failed, the others' silence is its consequence: the grace period owns it.
+    if (!grace_until_ && in.hung) return stop(StopAction::RequestStacks, StopReason::Hang, in.t);
+    if (in.t > limits_.timeout_s) return stop(StopAction::RequestStacks, StopReason::Timeout, in.t);
+    if (grace_until_ && in.t >= *grace_until_)
+      return stop(StopAction::RequestStacks, StopReason::EarlyStop, in.t);
+    return {};
+  }
+  if (kill_at_ && (in.t >= *kill_at_ || stacks_in_))
+    return stop(StopAction::KillAll, reason_, in.t);
+  return {};
+}
+
+}  // namespace ddpbisect

@@ -1,0 +1,70 @@
+// When a trial stops, as a pure function of time and what was observed: a failure starts the
+// grace period (limits.grace) after which the survivors are stopped; a hang or the trial
+// timeout asks every rank for its stack, then kills after a short wait for the dumps; an
+// interrupt, a cancellation, a start failure or an exceeded resource limit kills at once. The trial
+// runner feeds it and carries out its decisions; it never looks at a clock or a process itself.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace ddpbisect {
+
+// Why ddpbisect stopped a trial (and its ranks): spelled in outcome.json's killed_by.
+enum class StopReason {
+  None,
+  EarlyStop,
+  Hang,
+  Timeout,
+  Interrupt,
+  Cancel,  // the reducer no longer needs the trial's answer (TrialRequest::cancelled)
+  StartFailure,
+  ResourceLimit
+};
+const char* to_string(StopReason reason);  // "" for None, else "early_stop", "hang", ...
+std::optional<StopReason> parse_stop_reason(std::string_view text);
+
+enum class StopAction { None, RequestStacks, KillAll };
+
+struct StopDecision {
+  StopAction action = StopAction::None;
+  StopReason reason = StopReason::None;
+};
+
+struct StopLimits {
+  double grace_s = 0;        // after the first failure, before the others are stopped
+  double timeout_s = 0;      // limits.trial_timeout
+  double dump_wait_s = 1.5;  // between the stack request and the kill
+};
+
+// What the runner saw at time t (seconds since the trial started).
+struct StopInputs {
+  double t = 0;
+  bool hung = false;               // the hang detector's verdict
+  bool interrupted = false;        // SIGINT/SIGTERM reached the driver
+  bool resource_exceeded = false;  // limits.memory / limits.max_procs hit
+  bool cancelled = false;          // the reducer cancelled the trial
+};
+
+class StopPolicy {
+ public:
+  explicit StopPolicy(StopLimits limits) : limits_(limits) {}
+
+  void on_rank_failed(double t);  // the first call starts the grace period
+  void on_start_failure();        // a rank could not be started: stop the others now
+  void on_stacks_collected();     // every stack is in (read from outside): kill without waiting
+  // What to do now; each stack request and each kill is decided once.
+  StopDecision decide(const StopInputs& in);
+
+  StopReason reason() const { return reason_; }  // None while the trial runs on its own
+  bool failure_seen() const { return grace_until_.has_value(); }
+
+ private:
+  StopDecision stop(StopAction action, StopReason reason, double t);
+  StopLimits limits_;
+  StopReason reason_ = StopReason::None;
+  std::optional<double> grace_until_, kill_at_;
+  bool killed_ = false, start_failed_ = false, stacks_in_ = false;
+};
+
+}  // namespace ddpbisect

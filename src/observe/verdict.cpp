@@ -1,0 +1,73 @@
+#include "observe/verdict.hpp"
+
+#include "common/signals.hpp"
+
+namespace ddpbisect {
+
+namespace {
+
+std::string failed_rank_reason(const TrialOutcome& out) {
+  for (const auto& r : out.ranks) {
+    if (!out.first_failure_rank || r.rank != *out.first_failure_rank) continue;
+    if (r.signal)
+      return "rank " + std::to_string(r.rank) + " was killed by " + signal_name(r.signal);
+    return "rank " + std::to_string(r.rank) + " exited with code " + std::to_string(r.exit_code);
+  }
+  return "a rank failed";
+}
+
+}  // namespace
+
+Verdict judge_trial(const TrialOutcome& out, const TrialEnd& end) {
+  if (out.stop == StopReason::Interrupt)
+    return {TrialStatus::Interrupted,
+            "interrupted by " + std::string(signal_name(out.interrupt_signal))};
+  if (out.stop == StopReason::Cancel)  // interrupt_signal 0: stopped, never judged
+    return {TrialStatus::Interrupted, "cancelled: the reducer no longer needed its answer"};
+  if (!end.start_error.empty()) return {TrialStatus::Infra, end.start_error};
+  if (out.resource)
+    return {TrialStatus::Fail,
+            "resource limit: " + out.resource->limit + " " + out.resource->detail};
+  if (out.port_clash)
+    return {TrialStatus::Infra, "MASTER_PORT " + std::to_string(out.master_port) +
+                                    " was taken (address already in use)"};
+  if (out.stop == StopReason::Hang)
+    return {TrialStatus::Fail, "hang: no rank made progress for " +
+                                   std::to_string(static_cast<int>(out.hang_threshold_s)) + " s"};
+  if (out.stop == StopReason::Timeout)
+    return {TrialStatus::Fail, "trial timeout after " + end.timeout_text};
+  bool all_ok = true;
+  for (const auto& r : out.ranks) all_ok = all_ok && r.exit_code == 0 && r.signal == 0;
+  if (all_ok) return {TrialStatus::Pass, "every rank exited 0"};
+  return {TrialStatus::Fail, failed_rank_reason(out)};
+}
+
+Verdict refine_verdict(const Verdict& verdict, const Diagnosis& d) {
+  if (verdict.status != TrialStatus::Fail || !d.failed) return verdict;
+  if (d.root.category == "infra")
+    return {TrialStatus::Infra, "infrastructure: " + d.root.message.substr(0, 200)};
+  if (d.root.category == "resource_limit") return verdict;
+  return {TrialStatus::Fail, rank_words(d.root.origin.rank) + ": " + d.signature.to_string()};
+}
+
+Diagnosis resource_limit_diagnosis(const ResourceFault& fault, Diagnosis d) {
+  d.failed = true;
+  d.root = Event{};
+  d.root.kind = EventKind::Exit;
+  if (fault.rank >= 0) {
+    d.root.origin.rank = fault.rank;
+    d.root.origin.rank_from = "limits";
+  }
+  d.root.category = "resource_limit";
+  d.root.exception = fault.limit;
+  d.root.message = "the trial's processes reached " + fault.limit + " " + fault.detail;
+  d.signature = Signature{};
+  d.signature.category = "resource_limit";
+  d.signature.exception = fault.limit;
+  if (fault.rank >= 0) d.signature.ranks = {fault.rank};
+  d.explanation = "ddpbisect stopped the trial: " + d.root.message +
+                  ". This is the limit the spec sets, not the failure being reduced.";
+  return d;
+}
+
+}  // namespace ddpbisect

@@ -1,0 +1,123 @@
+// The trial's verdict from synthetic outcomes and diagnoses.
+#include "observe/verdict.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+using namespace ddpbisect;
+
+namespace {
+
+RankRecord rank(int r, int exit_code, int sig = 0, StopReason by = StopReason::None) {
+  RankRecord x;
+  x.rank = r;
+  x.exit_code = exit_code;
+  x.signal = sig;
+  x.killed_by = by;
+  return x;
+}
+
+TrialOutcome two_ranks(RankRecord a, RankRecord b) {
+  TrialOutcome o;
+  o.ranks = {a, b};
+  o.master_port = 29501;
+  o.hang_threshold_s = 5.4;
+  return o;
+}
+
+}  // namespace
+
+TEST(Verdict, EveryRankExitingZeroPasses) {
+  Verdict v = judge_trial(two_ranks(rank(0, 0), rank(1, 0)), {});
+  EXPECT_EQ(v.status, TrialStatus::Pass);
+  EXPECT_EQ(v.reason, "every rank exited 0");
+}
+
+TEST(Verdict, TheFirstFailedRankNamesTheFailure) {
+  TrialOutcome o = two_ranks(rank(0, -1, SIGKILL, StopReason::EarlyStop), rank(1, -1, SIGSEGV));
+  o.first_failure_rank = 1;
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Fail);
+  EXPECT_EQ(v.reason, "rank 1 was killed by SIGSEGV");
+  o.ranks[1] = rank(1, 3);
+  EXPECT_EQ(judge_trial(o, {}).reason, "rank 1 exited with code 3");
+}
+
+TEST(Verdict, HangAndTimeoutAreFailuresWithTheirOwnReason) {
+  TrialOutcome o =
+      two_ranks(rank(0, -1, SIGKILL, StopReason::Hang), rank(1, -1, SIGKILL, StopReason::Hang));
+  o.stop = StopReason::Hang;
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Fail);
+  EXPECT_EQ(v.reason, "hang: no rank made progress for 5 s");
+  o.stop = StopReason::Timeout;
+  EXPECT_EQ(judge_trial(o, {"", "2m"}).reason, "trial timeout after 2m");
+}
+
+TEST(Verdict, NotTheBugIsInfra) {
+  TrialOutcome o = two_ranks(rank(0, 1), rank(1, 1));
+  o.port_clash = true;
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Infra);
+  EXPECT_EQ(v.reason, "MASTER_PORT 29501 was taken (address already in use)");
+  Verdict s =
+      judge_trial(two_ranks(rank(0, 0), rank(1, -1)), {"rank 1: cannot run x: No such file", ""});
+  EXPECT_EQ(s.status, TrialStatus::Infra);
+  EXPECT_EQ(s.reason, "rank 1: cannot run x: No such file");
+}
+
+TEST(Verdict, AnInterruptIsNeverJudged) {
+  TrialOutcome o = two_ranks(rank(0, -1, SIGKILL, StopReason::Interrupt), rank(1, 1));
+  o.first_failure_rank = 1;
+  o.stop = StopReason::Interrupt;
+  o.interrupt_signal = SIGINT;
+  Verdict v = judge_trial(o, {"rank 1: cannot run", ""});
+  EXPECT_EQ(v.status, TrialStatus::Interrupted);
+  EXPECT_EQ(v.reason, "interrupted by SIGINT");
+}
+
+TEST(Verdict, AResourceLimitIsReportedAsSuch) {
+  TrialOutcome o = two_ranks(rank(0, -1, SIGKILL, StopReason::ResourceLimit), rank(1, -1, SIGKILL));
+  o.stop = StopReason::ResourceLimit;
+  o.resource = ResourceFault{"limits.memory", "(64MB): the kernel's OOM killer ended 1 process", 1};
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Fail);
+  EXPECT_EQ(v.reason,
+            "resource limit: limits.memory (64MB): the kernel's OOM killer ended 1 process");
+  Diagnosis d = resource_limit_diagnosis(*o.resource, Diagnosis{});
+  EXPECT_TRUE(d.failed);
+  EXPECT_EQ(d.signature.category, "resource_limit");
+  EXPECT_EQ(d.signature.exception, "limits.memory");
+  EXPECT_EQ(d.root.rank(), 1);
+  EXPECT_EQ(refine_verdict(v, d).reason, v.reason);
+}
+
+TEST(Verdict, TheDiagnosisRefinesAFailure) {
+  Verdict fail{TrialStatus::Fail, "rank 1 exited with code 1"};
+  Diagnosis d;
+  d.failed = true;
+  d.root.origin.rank = 1;
+  d.root.category = "infra";
+  d.root.message = "The server socket has failed to listen on any local network address.";
+  Verdict infra = refine_verdict(fail, d);
+  EXPECT_EQ(infra.status, TrialStatus::Infra);
+  EXPECT_EQ(infra.reason, "infrastructure: " + d.root.message);
+  d.root.category = "python_exception";
+  d.signature.category = "python_exception";
+  d.signature.exception = "ValueError";
+  d.signature.frame = "train.py:step";
+  Verdict named = refine_verdict(fail, d);
+  EXPECT_EQ(named.status, TrialStatus::Fail);
+  EXPECT_EQ(named.reason, "rank 1: " + d.signature.to_string());
+  EXPECT_EQ(refine_verdict({TrialStatus::Pass, "ok"}, d).status, TrialStatus::Pass);
+}
+
+TEST(Verdict, ACancelledTrialIsNeverJudged) {
+  TrialOutcome o;
+  o.stop = StopReason::Cancel;
+  o.ranks.push_back(RankRecord{});
+  o.ranks.back().exit_code = 1;  // a failure seen before the cancellation does not count
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Interrupted);
+  EXPECT_EQ(v.reason, "cancelled: the reducer no longer needed its answer");
+}
