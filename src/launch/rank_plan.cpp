@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "common/text.hpp"
+#include "launch/agent_env.hpp"
+#include "launch/isolation.hpp"
 #include "launch/process.hpp"
 #include "spec/placeholders.hpp"
 
@@ -46,6 +48,7 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     argv = {worker_path(), "--config", place.config_path};
   } else {
     for (const auto& a : spec.command->argv) argv.push_back(substitute_placeholders(a, values));
+    argv = isolate_argv(spec, place.dir, argv);  // the trial's own view of cwd and state
     cwd = spec.command->cwd;
   }
 
@@ -86,6 +89,7 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
       env["PYTHONFAULTHANDLER"] = "1";
       env["TORCH_SHOW_CPP_STACKTRACES"] = "1";
       for (const auto& [k, v] : spec.command->env) env[k] = v;  // the spec wins
+      add_agent_env(spec, config, env);
     }
     for (const auto& [k, v] : place.extra_env) env[k] = v;
     slot.process = {argv, env, cwd};
