@@ -31,8 +31,14 @@ void add_agent_env(const Spec& spec, const TrialConfig& config,
   const CommandWorkload& c = *spec.command;
   static const std::string dir = agent_dir();
   if (!dir.empty()) {
+    // The agent first, then the helper module (python/ddpbisect.py) when it is beside it, then
+    // the user's entries.
+    std::string path = dir;
+    const fs::path helper_dir = fs::path(dir).parent_path();
+    std::error_code ec;
+    if (fs::exists(helper_dir / "ddpbisect.py", ec)) path += ":" + helper_dir.string();
     auto it = env.find("PYTHONPATH");
-    env["PYTHONPATH"] = it == env.end() || it->second.empty() ? dir : dir + ":" + it->second;
+    env["PYTHONPATH"] = it == env.end() || it->second.empty() ? path : path + ":" + it->second;
   }
   env["DDPBISECT_AGENT"] = "1";
   env["DDPBISECT_STACK_SIGNAL"] = std::to_string(kAgentStackSignal);

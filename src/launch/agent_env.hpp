@@ -18,7 +18,8 @@ constexpr int kAgentStackSignal = 12;
 std::string agent_dir();
 
 // Adds the agent's variables to a rank's environment when spec.command->agent is on:
-// PYTHONPATH with the agent first (the user's entries after it), DDPBISECT_AGENT=1,
+// PYTHONPATH with the agent first and the helper module (ddpbisect.py) next, the user's entries
+// after them, DDPBISECT_AGENT=1,
 // DDPBISECT_STACK_SIGNAL, DDPBISECT_SAMPLES_AUTO (and DDPBISECT_SAMPLES left out while the samples
 // are not known yet: all of them), DDPBISECT_MAX_STEPS from params.steps under `steps: auto`.
 void add_agent_env(const Spec& spec, const TrialConfig& config,

@@ -67,8 +67,8 @@ for spec in sorted(zoo.glob("*.yaml")):
                 elif k in ("components", "features") and want.isdigit():
                     if len(m[k]) != int(want):
                         problems.append(f"{k}: got {m[k]}, want {want} of them")
-                elif got.get(k) != want:
-                    problems.append(f"{k}: got {got.get(k)!r}, want {want!r}")
+                elif got.get(k, str(m["params"].get(k))) != want:  # any other key: a param
+                    problems.append(f"{k}: got {got.get(k, m['params'].get(k))!r}, want {want!r}")
             trials = report["trials"]["total"]
     status = "FAIL" if problems else "ok"
     print(f"{status:4} {spec.stem:22} {elapsed:6.1f} s {trials if not problems or proc.returncode == 0 else '-':>4} trials"
