@@ -35,6 +35,7 @@ import os, sys
 import ddpbisect  # the helper module: repro/python must carry it
 picked = os.environ.get("DDPBISECT_SAMPLES", "0-9")
 bad = os.environ.get("BUG", "ValueError")
+open("cache.txt", "w").write(picked)  # a file in the working folder: each trial's own
 def indices(text):
     for part in filter(None, text.split(",")):
         a, _, b = part.partition("-")
@@ -58,6 +59,10 @@ YAML
 "$bin" "$tmp/cmd/spec.yaml" --out "$tmp/cmd/out" --quiet >"$tmp/cmd/log" 2>&1 ||
   { bad "the command reduction failed"; cat "$tmp/cmd/log"; }
 runsh=$tmp/cmd/out/repro/run.sh
+# Trial isolation: the real folder never got cache.txt; report.md lists it for the minimal trial.
+[[ ! -e $tmp/cmd/work/cache.txt ]] || bad "a trial wrote into the real working folder"
+grep -q "^- \`$tmp/cmd/work/cache.txt\`" "$tmp/cmd/out/report.md" ||
+  bad "report.md does not list the file the minimal trial wrote"
 [[ -f $tmp/cmd/out/repro/python/ddpbisect.py && -f $tmp/cmd/out/repro/python/agent/sitecustomize.py ]] ||
   bad "repro/python lacks the helper module or the agent"
 expect_rc 1 "command, reproduced" "$runsh"
