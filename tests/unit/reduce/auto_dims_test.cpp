@@ -36,7 +36,8 @@ Spec command_spec(bool samples_auto, bool steps_auto) {
 }
 
 const char* kLine =
-    "noise\nDDPBISECT_DATASET {\"len\":486,\"class\":\"MyTrainDataset\",\"site\":\"train.py:83\"}\n";
+    "noise\nDDPBISECT_DATASET "
+    "{\"len\":486,\"class\":\"MyTrainDataset\",\"site\":\"train.py:83\"}\n";
 
 }  // namespace
 
