@@ -12,6 +12,7 @@
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "probe/environment.hpp"
+#include "reduce/auto_dims.hpp"
 #include "reduce/reducer.hpp"
 #include "report/report.hpp"
 #include "spec/loader.hpp"
@@ -154,6 +155,9 @@ int reduce(const ReduceCliOptions& o) {
   } catch (const Interrupted& e) {
     note(std::string(e.what()) + "; every rank was stopped. Continue with: " + resume);
     return exit_code::interrupted(e.signal());
+  } catch (const WorkloadInputError& e) {
+    error(e.what());
+    return bad_input();
   } catch (const OutputError& e) {
     // Our own files: the journal holds every finished trial, whole; nothing is lost.
     error(std::string(e.what()) +

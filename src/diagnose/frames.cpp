@@ -57,7 +57,9 @@ bool is_library_frame(const std::string& file, const std::vector<std::string>& e
   static const char* kLibrary[] = {
       "/site-packages/",   "/dist-packages/", "/lib/python3",  "/lib/python2",
       "<frozen ",          "runpy.py",        "/torch/",       ".pyx",
-      "/multiprocessing/", "<string>",        "/lib64/python3"};
+      "/multiprocessing/", "<string>",        "/lib64/python3",
+      // The in-process agent's wrappers sit between the user's call and torch (docs/agent.md).
+      "/ddpbisect_agent/"};
   for (const char* p : kLibrary)
     if (file.find(p) != std::string::npos) return true;
   for (const auto& p : extra)

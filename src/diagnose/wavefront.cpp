@@ -44,10 +44,16 @@ std::string stack_op(const std::vector<Frame>& frames) {
     }
     return normalize_op(it->function);
   }
-  for (auto it = frames.rbegin(); it != frames.rend() && depth < 12; ++it, ++depth)
+  for (auto it = frames.rbegin(); it != frames.rend() && depth < 12; ++it, ++depth) {
     if (it->file.find("torch/autograd") != std::string::npos &&
         it->function.find("backward") != std::string::npos)
       return "BACKWARD";  // DDP's gradient all-reduce runs inside the backward pass
+    // A function of the program's own named for the all-reduce it waits in (our worker's
+    // backward_and_allreduce, a trainer's sync_grads_allreduce).
+    if (it->function.find("allreduce") != std::string::npos ||
+        it->function.find("all_reduce") != std::string::npos)
+      return "ALLREDUCE";
+  }
   return "";
 }
 

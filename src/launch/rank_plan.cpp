@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "common/text.hpp"
+#include "launch/agent_env.hpp"
+#include "launch/isolation.hpp"
 #include "launch/process.hpp"
 #include "launch/torchrun.hpp"
 #include "spec/placeholders.hpp"
@@ -62,15 +64,16 @@ std::map<std::string, std::string> trial_env(const Spec& spec, const TrialConfig
     env["PYTHONFAULTHANDLER"] = "1";
     env["TORCH_SHOW_CPP_STACKTRACES"] = "1";
     for (const auto& [k, v] : spec.command->env) env[k] = v;  // the spec wins
+    add_agent_env(spec, config, env);
   }
   for (const auto& [k, v] : place.extra_env) env[k] = v;
   return env;
 }
 
 // One torchrun agent per node; the agents start the ranks (launch/torchrun.hpp).
-std::vector<RankSlot> plan_agents(const TorchrunCommand& cmd, const TrialConfig& config,
-                                  const TrialPlace& place, std::map<std::string, std::string> env,
-                                  const std::string& cwd) {
+std::vector<RankSlot> plan_agents(const Spec& spec, const TorchrunCommand& cmd,
+                                  const TrialConfig& config, const TrialPlace& place,
+                                  std::map<std::string, std::string> env, const std::string& cwd) {
   const int ppn = static_cast<int>(config.procs_per_node);
   for (const char* k : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                         "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"})
@@ -87,7 +90,8 @@ std::vector<RankSlot> plan_agents(const TorchrunCommand& cmd, const TrialConfig&
     slot.rank = node * ppn;
     slot.node = node;
     slot.agent_ranks = ppn;
-    slot.process = {agent_argv(cmd, ap), env, cwd};
+    // The agent runs in the trial's own view of cwd and state; its ranks inherit it.
+    slot.process = {isolate_argv(spec, place.dir, agent_argv(cmd, ap)), env, cwd};
     out.push_back(std::move(slot));
   }
   return out;
@@ -107,9 +111,11 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     cwd = spec.command->cwd;
   }
   const auto base = trial_env(spec, config, place, values);
-  if (spec.command)
+  if (spec.command) {
     if (auto torchrun = parse_torchrun(argv))
-      return plan_agents(*torchrun, config, place, base, cwd);
+      return plan_agents(spec, *torchrun, config, place, base, cwd);
+    argv = isolate_argv(spec, place.dir, argv);  // the trial's own view of cwd and state
+  }
 
   std::vector<RankSlot> out;
   const int world = static_cast<int>(config.world_size());
@@ -131,9 +137,11 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     env["MASTER_ADDR"] = place.master_addr;
     env["MASTER_PORT"] = std::to_string(place.master_port);
     env["TORCHELASTIC_RUN_ID"] = "ddpbisect-" + place.token.substr(0, 8);
-    // As before the contract: the spec's env, then the request's, win.
+    // As before the contract: the spec's env, then the request's, win (PYTHONPATH was set
+    // from the spec's in trial_env, with the agent in front).
     if (spec.command)
-      for (const auto& [k, v] : spec.command->env) env[k] = v;
+      for (const auto& [k, v] : spec.command->env)
+        if (k != "PYTHONPATH") env[k] = v;
     for (const auto& [k, v] : place.extra_env) env[k] = v;
     slot.process = {argv, env, cwd};
     out.push_back(std::move(slot));

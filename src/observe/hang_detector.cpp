@@ -46,8 +46,14 @@ void HangDetector::on_cpu(int rank, double cpu_seconds, double now) {
   auto& r = ranks_[rank];
   // CPU time is progress only for programs without heartbeats: a rank that stopped beating while
   // a library thread spins (Gloo polling a closed socket does) is not making progress.
-  if (r.last_heartbeat < 0 && r.cpu >= 0 && cpu_seconds - r.cpu >= 0.02) r.last_progress = now;
-  r.cpu = cpu_seconds;
+  // Counted against the CPU time at the last progress, not the last sample: on a loaded machine
+  // a rank importing torch gets a few ms per sample yet moves on.
+  if (r.cpu < 0) {
+    r.cpu = cpu_seconds;
+  } else if (r.last_heartbeat < 0 && cpu_seconds - r.cpu >= 0.02) {
+    r.last_progress = now;
+    r.cpu = cpu_seconds;
+  }
 }
 
 void HangDetector::on_exit(int rank) {

@@ -43,7 +43,7 @@ class HangDetector {
     double last_progress = 0;
     double last_heartbeat = -1;
     long long step = -1;
-    double cpu = -1;
+    double cpu = -1;  // CPU seconds when progress was last counted from CPU time
     bool alive = true;
   };
   std::vector<RankState> ranks_;

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/interrupt.hpp"
+#include "reduce/auto_dims.hpp"
 #include "reduce/escalate.hpp"
 #include "reduce/journal.hpp"
 #include "reduce/oracle.hpp"
@@ -110,6 +111,8 @@ bool Reduction::escalate_phase() {
     result_.status = ReductionStatus::NotReproduced;
     return false;
   }
+  // samples: auto / steps: auto: the dimensions come from what this trial measured.
+  apply_auto_dimensions(spec_, esc.run.dir, esc.config);
   progress_.target(*esc.run.signature, esc.run, esc.stage);
   oracle_.set_target(*esc.run.signature, 1.0);
   result_.stage = esc.stage;

@@ -46,6 +46,7 @@ void write_reports(const ReportInputs& in) {
     // Written whole, then renamed: a reader never sees half a file.
     write_file_atomically(path.string(), f.render(in), f.executable);
   }
+  write_repro_support(in);  // repro/python/: run.sh carries the helper module and the agent
 }
 
 json config_json(const TrialConfig& c, const std::string& stage) {

@@ -6,6 +6,7 @@
 
 #include "common/redact.hpp"
 #include "common/text.hpp"
+#include "launch/isolation.hpp"
 #include "report/headline.hpp"
 #include "report/markdown.hpp"
 #include "report/repro.hpp"
@@ -140,6 +141,14 @@ void reduction(std::ostringstream& md, const ReductionResult& r) {
      << "`trials/`.\n";
 }
 
+// Issue #16: what the minimal trial wrote in its isolated view (launch/isolation.hpp).
+void written_files(std::ostringstream& md, const ReportInputs& in) {
+  const auto files = trial_written_files(*in.spec, in.result.minimal_run.dir);
+  if (files.empty()) return;
+  md << "\nFiles the minimal trial wrote (in its own view; the real folders are unchanged):\n";
+  for (const auto& f : files) md << "- " << md_code(f) << "\n";
+}
+
 }  // namespace
 
 std::string report_markdown(const ReportInputs& in) {
@@ -158,6 +167,7 @@ std::string report_markdown(const ReportInputs& in) {
   reproduce(md, in);
   root_cause(md, d);
   debug_rerun(md, r);
+  written_files(md, in);
   environment(md, in.environment);
   reduction(md, r);
   return md.str();

@@ -1,6 +1,13 @@
 #include "report/repro.hpp"
 
+#include <algorithm>
+#include <filesystem>
+#include <string_view>
+
+#include "common/output.hpp"
 #include "common/text.hpp"
+#include "diagnose/categories.hpp"
+#include "launch/agent_env.hpp"
 #include "launch/rank_plan.hpp"
 #include "report/templates.hpp"
 #include "spec/placeholders.hpp"
@@ -35,6 +42,11 @@ std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std:
     w["builtin"]["features"] = m.features;
     w["builtin"]["params"] = m.params;
     w["builtin"]["samples"] = samples;
+  } else if (spec.command->samples_auto) {
+    if (!m.samples.empty()) w["samples"] = {{"auto", samples}};  // else: all, as in the spec
+    w["components"] = m.components;
+    w["features"] = m.features;
+    w["params"] = m.params;
   } else {
     w["samples"] = samples;
     w["components"] = m.components;
@@ -46,7 +58,27 @@ std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std:
          ".\n# Rerun it with: ddpbisect check repro.yaml --expect fail\n" + json_to_yaml(j);
 }
 
+namespace {
+// Text as a POSIX extended regular expression that matches it literally.
+std::string ere_literal(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string_view(".[]{}()\\*+?^$|").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
 std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature& target) {
+  const Category* category = find_category(target.category);
+  std::string frame_re;  // a Python traceback line of the pinned frame (command workloads)
+  if (spec.command && !target.frame.empty()) {
+    const size_t colon = target.frame.rfind(':');
+    if (colon != std::string::npos && colon > 0)
+      frame_re = "File \"([^\"]*/)?" + ere_literal(target.frame.substr(0, colon)) +
+                 "\", line [0-9]+, in " + ere_literal(target.frame.substr(colon + 1)) + "$";
+  }
   std::string s =
       "#!/usr/bin/env bash\n"
       "# Reproduces, without ddpbisect: " +
@@ -55,23 +87,44 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
       "# " +
       plural(m.world_size(), "rank") + " on this machine (" + plural(m.nodes, "node") + " of " +
       std::to_string(m.procs_per_node) +
-      "), with torchrun's environment contract.\n"
-      "# Exit status: 1 when any rank fails. Rank logs: rank<N>.log beside this script.\n"
+      "), with torchrun's environment contract. Run it from any folder;\n"
+      "# it needs bash, coreutils and grep" +
+      (spec.builtin ? ", and ddpbisect-worker (DDPBISECT_WORKER, PATH, or the build it came from)"
+                    : "") +
+      ".\n"
+      "# Exit status:\n"
+      "#   1  reproduced: a rank failed with the pinned signature (its exception, category\n"
+      "#      pattern and frame found in the rank logs; for a hang: still running at the timeout)\n"
+      "#   0  did not reproduce: every rank exited 0\n"
+      "#   3  did not reproduce: it failed, but differently (not the pinned signature)\n"
+      "#   2  could not start: no worker, program or working folder, or a rank could not exec\n"
+      "# Rank logs: rank<N>.log beside this script. REPRO_TIMEOUT (seconds) overrides the "
+      "timeout.\n"
       "set -u\n"
-      "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
-      "export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + RANDOM % "
-      "20000))}\n"
-      "export WORLD_SIZE=" +
-      std::to_string(m.world_size()) + " LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
-      " GROUP_WORLD_SIZE=" + std::to_string(m.nodes) +
-      "\n"
-      "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} DDPBISECT_CONFIG=\"$here/config.json\"\n";
+      "here=$(cd \"$(dirname \"$0\")\" && pwd) || exit 2\n"
+      "cant_start() { echo \"run.sh: could not start: $*\" >&2; exit 2; }\n";
+  // Every value from the spec or the signature is one quoted word: it stays data.
+  s += "want_exception=" + shell_quote(target.exception) + "\n";
+  s += "want_category=" + shell_quote(target.category) + "\n";
+  s += "want_pattern=" + shell_quote(category && category->pattern ? category->pattern : "") + "\n";
+  s += "want_frame=" + shell_quote(frame_re) + "\n";
+  s += "timeout_s=${REPRO_TIMEOUT:-" +
+       std::to_string(std::max<long long>(1, spec.limits.trial_timeout.count() / 1000)) + "}\n";
+  s += "export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + RANDOM "
+       "% 20000))}\n"
+       "export WORLD_SIZE=" +
+       std::to_string(m.world_size()) + " LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
+       " GROUP_WORLD_SIZE=" + std::to_string(m.nodes) +
+       "\n"
+       "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} DDPBISECT_CONFIG=\"$here/config.json\"\n";
   auto values = placeholder_values(m);
-  s += "export DDPBISECT_SAMPLES=" + shell_quote(values["samples"]) +
-       " DDPBISECT_COMPONENTS=" + shell_quote(values["components"]) +
+  const bool samples_auto = spec.command && spec.command->agent && spec.command->samples_auto;
+  if (samples_auto && m.samples.empty())
+    s += "unset DDPBISECT_SAMPLES\n";  // every sample
+  else
+    s += "export DDPBISECT_SAMPLES=" + shell_quote(values["samples"]) + "\n";
+  s += "export DDPBISECT_COMPONENTS=" + shell_quote(values["components"]) +
        " DDPBISECT_FEATURES=" + shell_quote(values["features"]) + "\n";
-  // Every assignment is one quoted word: a name or value from the spec never reaches the shell
-  // as syntax (a bad name makes `export` fail, it runs nothing).
   for (const auto& [k, v] : m.params) {
     std::string upper = k;
     for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -79,32 +132,98 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
   }
   std::vector<std::string> argv;
   if (spec.builtin) {
-    s += "worker=${DDPBISECT_WORKER:-$(command -v ddpbisect-worker || echo "
-         "\"$here/../../build/ddpbisect-worker\")}\n";
+    s += "worker=\n"
+         "for w in \"${DDPBISECT_WORKER:-}\" \"$(command -v ddpbisect-worker)\" " +
+         shell_quote(worker_path()) +
+         " \"$here/../../build/ddpbisect-worker\"; do\n"
+         "  if [[ -n $w && -x $w ]]; then worker=$w; break; fi\n"
+         "done\n"
+         "[[ -n $worker ]] || cant_start \"ddpbisect-worker not found (set DDPBISECT_WORKER)\"\n";
     argv = {"\"$worker\"", "--config", "\"$here/config.json\""};
   } else {
+    const CommandWorkload& c = *spec.command;
     s += "export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 TORCH_SHOW_CPP_STACKTRACES=1\n";
-    for (const auto& [k, v] : spec.command->env) s += "export " + shell_quote(k + "=" + v) + "\n";
-    s += "cd " + shell_quote(spec.command->cwd) + " || exit 2\n";
-    for (const auto& a : spec.command->argv)
-      argv.push_back(shell_quote(substitute_placeholders(a, values)));
+    for (const auto& [k, v] : c.env) s += "export " + shell_quote(k + "=" + v) + "\n";
+    // Ours, shipped beside this script: the helper module, and the agent when it was on.
+    s += std::string("export PYTHONPATH=") + (c.agent ? "\"$here/python/agent:" : "\"") +
+         "$here/python${PYTHONPATH:+:$PYTHONPATH}\"\n";
+    if (c.agent) {
+      s += "export DDPBISECT_AGENT=1 DDPBISECT_STACK_SIGNAL=" + std::to_string(kAgentStackSignal) +
+           "\n";
+      if (c.samples_auto) s += "export DDPBISECT_SAMPLES_AUTO=1\n";
+      if (c.steps_auto && m.params.count("steps"))
+        s += "export DDPBISECT_MAX_STEPS=" + std::to_string(m.params.at("steps")) + "\n";
+    }
+    s += "cd " + shell_quote(c.cwd) + " || cant_start \"no working folder \"" + shell_quote(c.cwd) +
+         "\n";
+    for (const auto& a : c.argv) argv.push_back(shell_quote(substitute_placeholders(a, values)));
+    s += "command -v " + argv[0] + " >/dev/null || cant_start \"no program \"" + argv[0] + "\n";
   }
-  s += "pids=()\n"
-       "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
-       "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) NODE_RANK=$((rank / "
-       "LOCAL_WORLD_SIZE)) \\\n"
-       "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) " +
-       join(argv, " ") +
-       " >\"$here/rank$rank.log\" 2>&1 &\n"
-       "  pids+=($!)\n"
-       "done\n"
-       "status=0\n"
-       "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
-       "  wait \"${pids[$rank]}\"; rc=$?\n"
-       "  echo \"rank $rank exited $rc (log: $here/rank$rank.log)\"\n"
-       "  [[ $rc -eq 0 ]] || status=1\n"
-       "done\n"
-       "exit $status\n";
+  s +=
+      "set -m  # each rank in its own process group: a timeout stops all of its processes\n"
+      "pids=()\n"
+      "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
+      "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) NODE_RANK=$((rank / "
+      "LOCAL_WORLD_SIZE)) \\\n"
+      "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) " +
+      join(argv, " ") +
+      " >\"$here/rank$rank.log\" 2>&1 &\n"
+      "  pids+=($!)\n"
+      "done\n"
+      "hung=0\n"
+      "deadline=$((SECONDS + timeout_s))\n"
+      "while :; do\n"
+      "  alive=0\n"
+      "  for p in \"${pids[@]}\"; do kill -0 \"$p\" 2>/dev/null && alive=1; done\n"
+      "  [[ $alive -eq 1 ]] || break\n"
+      "  if ((SECONDS >= deadline)); then\n"
+      "    hung=1\n"
+      "    echo \"run.sh: ranks still running after ${timeout_s}s: stopping them\"\n"
+      "    for p in \"${pids[@]}\"; do kill -TERM -- \"-$p\" 2>/dev/null; done\n"
+      "    sleep 2\n"
+      "    for p in \"${pids[@]}\"; do kill -KILL -- \"-$p\" 2>/dev/null; done\n"
+      "    break\n"
+      "  fi\n"
+      "  sleep 0.2\n"
+      "done\n"
+      "failed=0 noexec=0 signaled=0\n"
+      "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
+      "  wait \"${pids[$rank]}\"; rc=$?\n"
+      "  echo \"rank $rank exited $rc (log: $here/rank$rank.log)\"\n"
+      "  [[ $rc -eq 0 ]] || failed=1\n"
+      "  [[ $rc -eq 126 || $rc -eq 127 ]] && noexec=1\n"
+      "  [[ $rc -gt 128 ]] && signaled=1\n"
+      "done\n"
+      "logs=()\n"
+      "for ((rank = 0; rank < WORLD_SIZE; rank++)); do logs+=(\"$here/rank$rank.log\"); done\n"
+      "found() { grep -qE -- \"$1\" \"${logs[@]}\" 2>/dev/null; }\n"
+      "matches() {\n"
+      "  if [[ -n $want_exception ]]; then\n"
+      "    found \"(^|[^A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*\\.)*${want_exception}(:|$)\" || "
+      "return 1\n"
+      "  fi\n"
+      "  if [[ -n $want_pattern ]]; then\n"
+      "    # The diagnosis's pattern for the category (RE2: grep -P reads it; without -P, "
+      "skipped).\n"
+      "    grep -qP -- \"$want_pattern\" \"${logs[@]}\" 2>/dev/null; rc=$?\n"
+      "    if [[ $rc -eq 1 ]]; then\n"
+      "      [[ $want_category == signal && $signaled -eq 1 ]] || return 1\n"
+      "    fi\n"
+      "  fi\n"
+      "  if [[ -n $want_frame ]]; then found \"$want_frame\" || return 1; fi\n"
+      "  return 0\n"
+      "}\n"
+      "case $want_category in\n"
+      "  hang | trial_timeout)\n"
+      "    if [[ $hung -eq 1 ]]; then echo \"run.sh: reproduced ($want_category)\"; exit 1; fi ;;\n"
+      "esac\n"
+      "if [[ $noexec -eq 1 ]] && ! matches; then cant_start \"a rank could not run its "
+      "program (exit 126/127)\"; fi\n"
+      "if [[ $failed -eq 0 && $hung -eq 0 ]]; then echo \"run.sh: did not reproduce (every rank "
+      "exited 0)\"; exit 0; fi\n"
+      "if [[ $hung -eq 0 ]] && matches; then echo \"run.sh: reproduced\"; exit 1; fi\n"
+      "echo \"run.sh: did not reproduce: the ranks failed differently (see the logs)\"\n"
+      "exit 3\n";
   return s;
 }
 
@@ -123,6 +242,31 @@ std::string repro_python(const Spec& spec, const TrialConfig& m, const Signature
   replace_all(config, "'", "\\u0027");
   replace_all(s, "@CONFIG_JSON@", config);
   return s;
+}
+
+void write_repro_support(const ReportInputs& in) {
+  if (!in.spec->command || in.result.status == ReductionStatus::NotReproduced) return;
+  const std::string agent = agent_dir();
+  if (agent.empty()) return;  // run.sh then runs without (the rank logs say so)
+  const std::filesystem::path to = std::filesystem::path(in.out_dir) / "repro" / "python";
+  const std::filesystem::path from = std::filesystem::path(agent).parent_path();
+  std::error_code ec;
+  std::filesystem::create_directories(to / "agent", ec);
+  if (!ec)
+    std::filesystem::copy(agent, to / "agent",
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing,
+                          ec);
+  if (ec) throw OutputError((to / "agent").string(), ec.value());
+  if (std::filesystem::exists(from / "ddpbisect.py", ec)) {
+    std::filesystem::copy_file(from / "ddpbisect.py", to / "ddpbisect.py",
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) throw OutputError((to / "ddpbisect.py").string(), ec.value());
+  }
+  // Bytecode caches are the build's, not the repro's.
+  for (const auto& dir :
+       {to / "agent" / "__pycache__", to / "agent" / "ddpbisect_agent" / "__pycache__"})
+    std::filesystem::remove_all(dir, ec);
 }
 
 std::string render_repro_yaml(const ReportInputs& in) {

@@ -26,6 +26,9 @@ std::string repro_python(const Spec& spec, const TrialConfig& minimal, const Sig
 // The repro/ files of a report (report.cpp's table): repro.yaml, config.json (what ranks read),
 // run.sh and repro.py, for the minimal configuration and the target.
 std::string render_repro_yaml(const ReportInputs& in);
+// Command workloads: copies what run.sh needs of ours beside it, repro/python/ (the helper module
+// ddpbisect.py and the agent). Throws OutputError.
+void write_repro_support(const ReportInputs& in);
 std::string render_rank_config(const ReportInputs& in);
 std::string render_run_sh(const ReportInputs& in);
 std::string render_repro_py(const ReportInputs& in);

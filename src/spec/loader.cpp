@@ -455,9 +455,9 @@ class SpecLoader {
 
   void load_workload(const YAML::Node& n, Spec& spec) {
     if (!r_.expect_map(n, "workload")) return;
-    r_.check_keys(
-        n, "workload",
-        {"builtin", "command", "cwd", "env", "samples", "components", "features", "params"});
+    r_.check_keys(n, "workload",
+                  {"builtin", "command", "cwd", "env", "samples", "components", "features",
+                   "params", "agent", "state", "steps"});
     bool has_builtin = static_cast<bool>(n["builtin"]);
     bool has_command = static_cast<bool>(n["command"]);
     if (has_builtin && has_command) {
@@ -471,7 +471,8 @@ class SpecLoader {
       return;
     }
     if (has_builtin) {
-      for (const char* k : {"cwd", "env", "samples", "components", "features", "params"}) {
+      for (const char* k : {"cwd", "env", "samples", "components", "features", "params", "agent",
+                            "state", "steps"}) {
         if (n[k])
           r_.error(n[k], std::string("workload.") + k,
                    std::string("belongs to command workloads; for builtin, put it under "
@@ -687,9 +688,40 @@ class SpecLoader {
       }
     }
     if (auto k = n["env"]) c.env = env_map(k, "workload.env");
+    if (auto k = n["agent"])
+      if (auto v = r_.boolean(k, "workload.agent")) c.agent = *v;
     if (auto k = n["samples"]) {
-      if (auto v = r_.samples(k, "workload.samples", true)) c.samples = *v;
+      if (k.IsScalar() && k.Scalar() == "auto") {
+        c.samples_auto = true;
+      } else if (k.IsMap() && k.size() == 1 && k["auto"]) {
+        // The agent's restriction from given indices (a minimal spec of an auto run).
+        c.samples_auto = true;
+        if (auto v = r_.samples(k["auto"], "workload.samples.auto", false)) c.samples = *v;
+      } else if (auto v = r_.samples(k, "workload.samples", true)) {
+        c.samples = *v;
+      }
+      if (c.samples_auto && !c.agent)
+        r_.error(k, "workload.samples",
+                 "samples: auto needs the agent (workload.agent is false); give a count or "
+                 "index ranges and read {samples} in the script");
     }
+    if (auto k = n["steps"]) {
+      if (k.IsScalar() && k.Scalar() == "auto") {
+        c.steps_auto = true;
+        if (!c.agent)
+          r_.error(k, "workload.steps",
+                   "steps: auto needs the agent (workload.agent is false); use a param such as "
+                   "params.steps and read {steps} in the script");
+      } else {
+        r_.error(k, "workload.steps",
+                 "expected auto, found " + Reader::describe(k) +
+                     "; a fixed step count is a param: params: {steps: N} and {steps} in the "
+                     "command");
+      }
+    }
+    if (auto k = n["state"])
+      if (auto v = r_.names(k, "workload.state"))
+        for (const auto& s : *v) c.state.push_back(resolve(s));
     if (auto k = n["components"])
       if (auto v = r_.names(k, "workload.components")) c.components = *v;
     if (auto k = n["features"])
@@ -984,6 +1016,16 @@ class SpecLoader {
                    "index " + std::to_string(q.samples->max()) + " is outside the data set (" +
                        std::to_string(w.dataset.samples) + " samples)");
         }
+      }
+    }
+    if (spec.command && find_launcher_kind(spec.launcher.kind)->runs_here) {
+      // State paths are checked where ranks run: here for the local launcher (doctor checks
+      // them per node on the others).
+      for (size_t i = 0; i < spec.command->state.size(); ++i) {
+        std::error_code ec;
+        if (!fs::exists(spec.command->state[i], ec))
+          r_.error(root["workload"]["state"][i], "workload.state[" + std::to_string(i) + "]",
+                   "no such file or directory: " + spec.command->state[i]);
       }
     }
     if (spec.command && !spec.command->argv.empty() &&

@@ -74,7 +74,13 @@ nlohmann::json spec_to_json(const Spec& spec) {
     w["command"] = c.argv;
     w["cwd"] = c.cwd;
     if (!c.env.empty()) w["env"] = c.env;
-    if (!c.samples.empty()) w["samples"] = samples_json(c.samples);
+    if (c.samples_auto)
+      w["samples"] = c.samples.empty() ? json("auto") : json{{"auto", samples_json(c.samples)}};
+    else if (!c.samples.empty())
+      w["samples"] = samples_json(c.samples);
+    if (c.steps_auto) w["steps"] = "auto";
+    w["agent"] = c.agent;
+    if (!c.state.empty()) w["state"] = c.state;
     w["components"] = c.components;
     w["features"] = c.features;
     w["params"] = c.params;

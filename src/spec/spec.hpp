@@ -76,6 +76,15 @@ struct CommandWorkload {
   std::vector<std::string> components;
   std::vector<std::string> features;
   std::map<std::string, int64_t> params;
+  // The in-process agent (python/agent, docs/agent.md): on by default; `workload.agent: false`.
+  bool agent = true;
+  // `samples: auto`: the agent restricts the training data set to the trial's samples; `samples`
+  // is empty until the first trial's DDPBISECT_DATASET line gives the length (`{auto: RANGES}`
+  // starts from RANGES instead). `steps: auto`: params.steps, when set, is the agent's step limit.
+  bool samples_auto = false;
+  bool steps_auto = false;
+  // Paths outside the cwd that a trial may change (`workload.state`): isolated like the cwd.
+  std::vector<std::string> state;
 };
 
 struct Stage {

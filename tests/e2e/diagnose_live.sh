@@ -46,7 +46,7 @@ if [[ $with_worker == yes ]]; then
   worker raise '{kind: raise, message: boom, requires: {ranks: [1], step: 2}}'
   check raise 1 python_exception RuntimeError faults.cpp:fire_step_faults
   worker mismatch '{kind: collective_mismatch, requires: {ranks: [0], step: 1}}'
-  check mismatch 0 collective_mismatch gloo::EnforceNotMet -
+  check mismatch 0 collective_mismatch gloo::EnforceNotMet comm.cpp:allreduce
   worker unused '{kind: unused_parameter, component: linear}'
   check unused '*' ddp_unused_parameters RuntimeError trainer.cpp:train_micro_step
   worker nan '{kind: nan, requires: {ranks: [1], step: 3}}'
@@ -60,9 +60,11 @@ if [[ $with_worker == yes ]]; then
   worker missing '{kind: missing_file, path: /nonexistent/x.idx, requires: {ranks: [1]}}'
   check missing 1 python_exception FileNotFoundError faults.cpp:open_node_local_file
   worker hang '{kind: hang, requires: {ranks: [1], step: 2}}' grad_clip 60s
-  check hang 1 hang - -
+  # The culprit's own frame: rank 1 sits in the loader while rank 0 waits in the all-reduce.
+  check hang 1 hang - faults.cpp:deadlocked_loader
   worker straggler '{kind: straggler, delay: 6s, requires: {ranks: [1], step: 1}}'
-  check straggler 0 comm_timeout RuntimeError trainer.cpp:train_micro_step
+  # The straggler itself, to which rank 0's timeout points (it printed no error of its own).
+  check straggler 1 comm_timeout - -
 fi
 
 for mode in missing_file unused; do

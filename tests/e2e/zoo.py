@@ -3,7 +3,8 @@ at the planted minimum declared in the spec's `# expect:` line.
 
 expect keys: nodes, procs_per_node, samples (indices), sample_count (any that many), components / features (comma lists, or a
 bare number for "this many, any of them"), steps, batch_size, rate (lo-hi, the confirmed
-reproduction rate), category and exception (the reported signature), debug_rerun (a variable the debug rerun set). usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S]"""
+reproduction rate), category and exception (the reported signature), debug_rerun (a variable the debug rerun set),
+report_has (text report.md must contain), any other key: a param. usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S]"""
 import json
 import pathlib
 import subprocess
@@ -61,14 +62,18 @@ for spec in sorted(zoo.glob("*.yaml")):
                     env = (report.get("debug_rerun") or {}).get("env", {})
                     if want not in env:
                         problems.append(f"debug rerun: {want} not set ({env})")
+                elif k == "report_has":  # text report.md must show (the debug rerun's names)
+                    md = (pathlib.Path(tmp) / "out" / "report.md").read_text()
+                    if want not in md:
+                        problems.append(f"report.md does not show {want!r}")
                 elif k in ("category", "exception"):
                     if report["signature"][k] != want:
                         problems.append(f"{k}: got {report['signature'][k]!r}, want {want!r}")
                 elif k in ("components", "features") and want.isdigit():
                     if len(m[k]) != int(want):
                         problems.append(f"{k}: got {m[k]}, want {want} of them")
-                elif got.get(k) != want:
-                    problems.append(f"{k}: got {got.get(k)!r}, want {want!r}")
+                elif got.get(k, str(m["params"].get(k))) != want:  # any other key: a param
+                    problems.append(f"{k}: got {got.get(k, m['params'].get(k))!r}, want {want!r}")
             trials = report["trials"]["total"]
     status = "FAIL" if problems else "ok"
     print(f"{status:4} {spec.stem:22} {elapsed:6.1f} s {trials if not problems or proc.returncode == 0 else '-':>4} trials"

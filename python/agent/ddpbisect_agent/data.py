@@ -244,14 +244,24 @@ def _dist_len(sampler, n):
     return math.ceil(n / r)
 
 
+def _restricted_order(torch, g, n_full, selection):
+    """Positions in `selection`, in the order a shuffle of the whole data set (n_full samples, from
+    generator g) puts them: the run's own order with the other samples left out. A sample then
+    never comes later when others are removed, so a failure at step k stays within k steps on
+    every subset that keeps its sample (the driver's reductions rely on it)."""
+    where = {idx: i for i, idx in enumerate(selection)}
+    return [where[idx] for idx in torch.randperm(n_full, generator=g).tolist() if idx in where]
+
+
 def _dist_iter(sampler, selection):
-    """DistributedSampler's own algorithm over the selection instead of range(len(dataset))."""
+    """DistributedSampler's own algorithm over the selection instead of range(len(dataset)); a
+    shuffle keeps the whole data set's order (_restricted_order)."""
     n = len(selection)
     if sampler.shuffle:
         torch = sys.modules["torch"]
         g = torch.Generator()
         g.manual_seed(sampler.seed + sampler.epoch)
-        order = torch.randperm(n, generator=g).tolist()
+        order = _restricted_order(torch, g, len(sampler.dataset), selection)
     else:
         order = list(range(n))
     total = _dist_len(sampler, n) * sampler.num_replicas
@@ -270,7 +280,8 @@ def _random_iter(sampler, selection):
     if g is None:
         g = torch.Generator()
         g.manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
-    return iter([selection[i] for i in torch.randperm(len(selection), generator=g).tolist()])
+    order = _restricted_order(torch, g, len(sampler.data_source), selection)
+    return iter([selection[i] for i in order])
 
 
 def _patch_iteration(cls, restricted_iter, restricted_len):

@@ -60,3 +60,15 @@ TEST(HangDetector, CpuTimeIsNotProgressOnceARankSendsHeartbeats) {
   d.on_cpu(0, 5.0, 3.0);  // a library thread spinning after the rank stopped beating
   EXPECT_TRUE(d.hung(2.6));
 }
+
+TEST(HangDetector, SmallCpuSlicesAddUpOnALoadedMachine) {
+  HangDetector d(1, 2.0);
+  d.on_start(0);
+  d.on_cpu(0, 1.000, 0.1);
+  // 10 ms of CPU per 100 ms sample: each sample alone is under the 20 ms mark, together they are
+  // a rank still importing torch.
+  for (int i = 2; i <= 40; ++i) d.on_cpu(0, 1.0 + 0.01 * (i - 1), 0.1 * i);
+  EXPECT_FALSE(d.hung(4.1));
+  d.on_cpu(0, 1.39, 6.5);  // then idle
+  EXPECT_TRUE(d.hung(6.5));
+}

@@ -77,6 +77,50 @@ stages: [{nodes: 1, procs_per_node: 1}]
   EXPECT_EQ(again.spec->command->samples.to_string(), "37");
 }
 
+// Issue #16: the agent's keys, and their normalized form (repro.yaml keeps the auto samples).
+TEST(Loader, AgentKeysRoundTrip) {
+  const char* text = R"(workload:
+  command: [/bin/true]
+  samples: auto
+  steps: auto
+  state: [/tmp]
+stages: [{nodes: 1, procs_per_node: 1}]
+)";
+  auto r = load_spec_text(text, "/tmp/c.yaml");
+  ASSERT_TRUE(r.spec) << r.errors[0].to_string();
+  const CommandWorkload& c = *r.spec->command;
+  EXPECT_TRUE(c.agent && c.samples_auto && c.steps_auto);
+  EXPECT_TRUE(c.samples.empty());
+  EXPECT_EQ(c.state, std::vector<std::string>{"/tmp"});
+  Spec minimal = *r.spec;
+  minimal.command->samples = IndexSet::from_indices({301});
+  auto again = load_spec_text(json_to_yaml(spec_to_json(minimal)), "/tmp/c.yaml");
+  ASSERT_TRUE(again.spec) << again.errors[0].to_string();
+  EXPECT_TRUE(again.spec->command->samples_auto && again.spec->command->steps_auto);
+  EXPECT_EQ(again.spec->command->samples.to_string(), "301");
+  EXPECT_EQ(again.spec->command->state, c.state);
+}
+
+TEST(Loader, AgentKeysErrors) {
+  const char* text = R"(workload:
+  command: [/bin/true]
+  agent: false
+  samples: auto
+  steps: 12
+  state: [/no/such/path]
+stages: [{nodes: 1, procs_per_node: 1}]
+)";
+  auto r = load_spec_text(text, "/tmp/c.yaml");
+  EXPECT_FALSE(r.spec);
+  ASSERT_EQ(r.errors.size(), 3u);
+  EXPECT_EQ(r.errors[0].path, "workload.samples");
+  EXPECT_NE(r.errors[0].message.find("needs the agent"), std::string::npos);
+  EXPECT_EQ(r.errors[1].path, "workload.steps");
+  EXPECT_NE(r.errors[1].message.find("params: {steps: N}"), std::string::npos);
+  EXPECT_EQ(r.errors[2].path, "workload.state[0]");
+  EXPECT_EQ(r.errors[2].line, 6);
+}
+
 TEST(Loader, CommandSpecWithCountAndPlaceholders) {
   const char* text = R"(workload:
   command: [/bin/true, --n, "{samples}", "--steps={steps}", "{{literal}}"]
