@@ -15,7 +15,7 @@ namespace ddpbisect {
 const std::vector<Category>& categories() {
   static const std::vector<Category> table = {
       {"infra", false,
-       R"((?i)address already in use|EADDRINUSE|failed to listen on any local network address|The client socket has failed to connect to|while trying to connect to|Name or service not known)",
+       R"((?i)address already in use|EADDRINUSE|failed to listen on any local network address|The client socket has failed to connect to|while trying to connect to|Name or service not known|^ddpbisect-isolate: cannot run )",
        "", "could not run fairly: port in use, master unreachable, program missing"},
       {"collective_mismatch", true,
        R"(op\.preamble\.length <= op\.nbytes|Detected mismatch between collectives on ranks|distributed collective mismatch)",

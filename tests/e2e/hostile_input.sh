@@ -13,7 +13,7 @@ bin=$(realpath "$1") root=$(realpath "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export HOSTILE_RECORD_DIR=$tmp/records HOSTILE_PWNED=$tmp/pwned
-mkdir -p "$HOSTILE_RECORD_DIR" "$tmp/fake"
+mkdir -p "$HOSTILE_RECORD_DIR" "$tmp/fake" "$tmp/work"
 
 # The values, as YAML double-quoted scalars (\e is ESC, \n a newline) and as Python expects them.
 a1='$(touch '$tmp'/pwned-arg1)'
@@ -27,6 +27,7 @@ version: 1
 name: "hostile <i>name</i> \$(touch $tmp/pwned-name)"
 workload:
   command: [python3, $root/tests/e2e/programs/hostile.py, "$a1", "$a2", "$a3", "$a4", "{samples}"]
+  cwd: $tmp/work  # isolated: the records and any pwned-* file land outside it, where we look
   samples: 4
   env: {HOSTILE_ENV: "$envv"}
 stages:

@@ -71,6 +71,7 @@ fi
 cat >"$tmp/wrapped.yaml" <<EOS
 workload:
   command: [sh, -c, "python3 $here/programs/misbehave.py hang $tmp/wrapped; echo wrapper-done"]
+  agent: false  # the path for a Python without the agent: faulthandler's SIGABRT
 stages: [{name: node, nodes: 1, procs_per_node: 2}]
 limits: {hang_after: 2s, grace: 1s, trial_timeout: 60s}
 EOS

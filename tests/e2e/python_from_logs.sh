@@ -2,7 +2,7 @@
 # Issue #8, --from-logs: a script with two bugs; the user's torchrun --log-dir shows the second.
 # Without --from-logs the reducer chases the first failure it meets (the fused loss's
 # single-process path, on one rank); with it, exactly the failure in the user's logs (rank 1's
-# lease, on two ranks): escalation passes over the stage that fails differently.
+# lease, on two ranks): escalation starts at the stage with the logs' ranks, past the one that fails differently.
 # Also: the helper module's heartbeats reach the driver, and bad --from-logs input exits 2.
 # Usage: python_from_logs.sh DDPBISECT REPO_ROOT
 set -u
@@ -56,7 +56,9 @@ assert plain["minimal"]["features"] == ["fused_loss"], plain["minimal"]
 assert chase["signature"]["frame"] == "two_bugs.py:renew_lease", chase["signature"]
 m = chase["minimal"]
 assert (m["world_size"], m["features"], m["components"], m["steps"]) == (2, [], [], 3), m
-assert any("a different failure" in e["status"] for e in chase["escalation"]), chase["escalation"]
+# Escalation starts at the stage with as many ranks as the logs show: the single-process stage,
+# which fails differently, is never climbed through.
+assert chase["escalation"][0]["config"]["stage"] == "node", chase["escalation"]
 ' "$tmp" && ok || bad "--from-logs did not chase the failure in the user's logs"
 
 # Masked: the fused loss now fails on every world size, so every stage of the full job fails

@@ -53,7 +53,9 @@ assert overlap, "no two trials ran at the same time"
 assert r["minimal"]["components"] == ["dropout", "layernorm"], r["minimal"]
 ' "$tmp" && ok || bad "trials did not share the allocation in parallel"
 
-sleep 1
+# An allocation that just ended may show as completing (CG) for a moment: wait for Slurm to
+# finish it, up to 20 s, then nothing may be left.
+for _ in $(seq 100); do [[ -z $(squeue -h 2>/dev/null) ]] && break; sleep 0.2; done
 [[ -z $(squeue -h 2>/dev/null) ]] && ok || bad "jobs or steps left in Slurm: $(squeue)"
 left=$(for f in "$tmp"/*/trials/*/outcome.json; do token_pids "$(py 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$f")"; done | xargs)
 [[ -z $left ]] && ok || bad "trial processes left behind: $left"
