@@ -56,7 +56,7 @@ struct ReduceCliOptions {
   std::string spec;
   std::string out;
   bool resume = false;
-  std::string jobs;  // N or auto; empty: the spec's reduce.jobs
+  std::string jobs;   // N or auto; empty: the spec's reduce.jobs
   std::string stage;  // the stage known to fail: escalation starts there
   std::string strategy;
   int64_t max_trials = 0;

@@ -164,7 +164,8 @@ int reduce(const ReduceCliOptions& o) {
           (e.disk_full() ? " (the output folder's filesystem is full, or has less than 1 MiB free)"
                          : "") +
           ". Every rank was stopped and every finished trial is in the journal; make room and "
-          "continue with: " + resume);
+          "continue with: " +
+          resume);
     return exit_code::kInternal;
   }
   if (report.result.status == ReductionStatus::NotReproduced) {

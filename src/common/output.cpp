@@ -16,7 +16,9 @@ OutputError::OutputError(const std::string& path, int error)
       path_(path),
       error_(error) {}
 
-bool OutputError::disk_full() const { return error_ == ENOSPC || error_ == EDQUOT; }
+bool OutputError::disk_full() const {
+  return error_ == ENOSPC || error_ == EDQUOT;
+}
 
 int write_all_and_sync(int fd, std::string_view text) {
   const char* p = text.data();

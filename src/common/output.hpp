@@ -27,8 +27,7 @@ int write_all_and_sync(int fd, std::string_view text);
 // Writes `text` to `path` atomically: into path.tmp, flushed, then renamed over `path`. A reader
 // (or a resumed run after a crash) sees the old file or the new one, never half of one. Throws
 // OutputError.
-void write_file_atomically(const std::string& path, std::string_view text,
-                           bool executable = false);
+void write_file_atomically(const std::string& path, std::string_view text, bool executable = false);
 
 // Below this much free space on the output folder's filesystem, trial logs and outcome files
 // would be cut short: a trial run there is not a fair answer.

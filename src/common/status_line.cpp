@@ -25,7 +25,7 @@ bool smart_terminal(std::FILE* out) {
 }  // namespace
 
 void install_resize_handler() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_resize;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
@@ -77,7 +77,7 @@ StatusLine::~StatusLine() {
 }
 
 size_t StatusLine::columns() const {
-  struct winsize ws{};
+  struct winsize ws {};
   if (ioctl(fileno(out_), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
   if (const char* c = std::getenv("COLUMNS"))
     if (int n = std::atoi(c); n > 0) return static_cast<size_t>(n);

@@ -61,9 +61,10 @@ bool same_failure(const Signature& target, const Signature& candidate, const std
                   const std::string& regex = "", const std::string& candidate_text = "");
 
 // Whether a debug rerun's failure explains the target rather than being another failure: the
-// same failure (loosely), or a hang (collective timeout, trial timeout) that TORCH_DISTRIBUTED_DEBUG=DETAIL
-// turned into the collective mismatch behind it. The reducer's debug rerun shows such a run as
-// the cause of the target, ranks and call sites, instead of filing it as a different failure.
+// same failure (loosely), or a hang (collective timeout, trial timeout) that
+// TORCH_DISTRIBUTED_DEBUG=DETAIL turned into the collective mismatch behind it. The reducer's debug
+// rerun shows such a run as the cause of the target, ranks and call sites, instead of filing it as
+// a different failure.
 bool debug_rerun_explains(const Signature& target, const Signature& rerun);
 
 // Whether `candidate` is the failure a spec pins (match.signature); true when none is pinned.

@@ -55,9 +55,8 @@ bool relative_library_path(const std::string& file) {
 
 bool is_library_frame(const std::string& file, const std::vector<std::string>& extra) {
   static const char* kLibrary[] = {
-      "/site-packages/",   "/dist-packages/", "/lib/python3",  "/lib/python2",
-      "<frozen ",          "runpy.py",        "/torch/",       ".pyx",
-      "/multiprocessing/", "<string>",        "/lib64/python3",
+      "/site-packages/", "/dist-packages/", "/lib/python3", "/lib/python2", "<frozen ", "runpy.py",
+      "/torch/", ".pyx", "/multiprocessing/", "<string>", "/lib64/python3",
       // The in-process agent's wrappers sit between the user's call and torch (docs/agent.md).
       "/ddpbisect_agent/"};
   for (const char* p : kLibrary)

@@ -25,13 +25,13 @@ const std::vector<Prefix>& prefixes() {
       {Tag::Rank, Tag::None, R"(\[(?:rank)?(\d{1,6})\]: ?)"},     // torch 2.x, [3]:
       {Tag::LocalRank, Tag::None, R"(\[default(\d{1,6})\]: ?)"},  // torchrun --tee
       {Tag::Rank, Tag::None, R"(\[\d+,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std(?:out|err)>: ?)"},
-      {Tag::Rank, Tag::Pid, R"(\(\w+ rank=(\d+) pid=(\d+)[^)]*\) )"},  // vLLM workers
-      {Tag::Pid, Tag::None, R"(\((?:\w+ )?pid=(\d+)[^)]*\) )"},        // Ray workers
-      {Tag::None, Tag::None, R"((?:stdout|stderr): )"},                // accelerate test
-      {Tag::None, Tag::None, R"(\d+(?:\.\d+)?s\t\d+\t)"},              // Kaggle's columns
-      {Tag::Rank, Tag::None, R"((\d{1,5}): )"},                        // srun --label
+      {Tag::Rank, Tag::Pid, R"(\(\w+ rank=(\d+) pid=(\d+)[^)]*\) )"},    // vLLM workers
+      {Tag::Pid, Tag::None, R"(\((?:\w+ )?pid=(\d+)[^)]*\) )"},          // Ray workers
+      {Tag::None, Tag::None, R"((?:stdout|stderr): )"},                  // accelerate test
+      {Tag::None, Tag::None, R"(\d+(?:\.\d+)?s\t\d+\t)"},                // Kaggle's columns
+      {Tag::Rank, Tag::None, R"((\d{1,5}): )"},                          // srun --label
       {Tag::Rank, Tag::None, R"([A-Za-z][\w.-]*:(\d{1,5})(?::| \|) )"},  // host:RANK: or |
-      {Tag::Rank, Tag::None, R"(\[(\d{1,5})\] )"},                     // [N] tags
+      {Tag::Rank, Tag::None, R"(\[(\d{1,5})\] )"},                       // [N] tags
       // Timestamps, alone or opening a logger's header.
       {Tag::PyLevel, Tag::None,
        R"((?:\[[A-Za-z][\w-]*\] )?\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:- |\| )?(?:[\w.]+ (?:- |\| ))?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: - | \| [\w.]+ \| | \| |:? +))?\s*)"},
@@ -164,8 +164,7 @@ bool strip_known_prefix(std::string_view& text, CleanLine& line) {
     const Prefix& p = prefixes()[i];
     if (used == text.size() && p.tag == Tag::Rank) continue;  // "[0]:" is a banner entry
     // "train.py:411: UserWarning:" is a warning's location, not a host and a rank.
-    if (p.tag == Tag::Rank && text.substr(0, used).find(".py:") != std::string_view::npos)
-      continue;
+    if (p.tag == Tag::Rank && text.substr(0, used).find(".py:") != std::string_view::npos) continue;
     // "[N] " tags are followed by text, not by more spaces (bash's "[1]+  Killed" is a job).
     if (p.tag == Tag::Rank && text[0] == '[' && used >= 2 && text[used - 2] == ']' &&
         text[used - 1] == ' ' && used < text.size() && text[used] == ' ')

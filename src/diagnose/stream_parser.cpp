@@ -590,10 +590,13 @@ void StreamParser::pyspy_line(const CleanLine& l, double time, long long order) 
 
 // The thread a dump is about: the signalled one ("Current thread"), else the main thread (named
 // so by py-spy; for faulthandler, the one whose outermost frame is the module), else the first.
+// A stack request may land on ddpbisect's own agent thread: that one is never the answer.
 void StreamParser::finish_dump() {
   const Thread* pick = nullptr;
   for (const auto& t : threads_)
-    if (t.current) pick = &t;
+    if (t.current && !(!t.frames.empty() &&
+                       t.frames.front().file.find("ddpbisect_agent") != std::string::npos))
+      pick = &t;
   for (const auto& t : threads_)
     if (!pick && t.name == "MainThread") pick = &t;
   for (const auto& t : threads_)

@@ -151,8 +151,7 @@ TrialCgroup TrialCgroup::create(const std::string& name, const CgroupLimits& lim
       want.push_back("pids");
     const std::string shared = v2->mount + "/ddpbisect.trials";
     for (const std::string& parent : {v2->own, shared}) {
-      if (parent == shared && !(make_dir(shared) && enable_controllers(v2->mount, want)))
-        break;
+      if (parent == shared && !(make_dir(shared) && enable_controllers(v2->mount, want))) break;
       std::string dir = parent + "/" + name;
       if (!enable_controllers(parent, want) || !make_dir(dir)) continue;
       g.v2_ = dir;
@@ -241,8 +240,7 @@ int TrialCgroup::kill_all(double timeout_s) const {
   // freeze it (v2) so that nothing forks while each member is killed, and repeat until empty.
   const bool killed = !v2_.empty() && write_file(dir + "/cgroup.kill", "1");
   const bool frozen = !killed && !v2_.empty() && write_file(dir + "/cgroup.freeze", "1");
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (int round = 0; std::chrono::steady_clock::now() < deadline; ++round) {
     auto pids = members(dir);
     if (pids.empty()) break;

@@ -26,7 +26,7 @@ struct CgroupLimits {
 
 // What the kernel counted against a group's limits since it was made.
 struct CgroupEvents {
-  int64_t oom_kills = 0;     // processes the OOM killer ended for limits.memory
+  int64_t oom_kills = 0;      // processes the OOM killer ended for limits.memory
   int64_t fork_refusals = 0;  // forks refused for limits.max_procs
 };
 

@@ -26,7 +26,7 @@ int pick_free_port(const std::string& addr) {
     close(fd);
   }
   thread_local std::mt19937 rng{std::random_device{}()};  // trials pick ports concurrently
-  return 20000 + static_cast<int>(rng() % 12000);  // below Linux's ephemeral range
+  return 20000 + static_cast<int>(rng() % 12000);         // below Linux's ephemeral range
 }
 
 }  // namespace ddpbisect

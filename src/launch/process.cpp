@@ -114,8 +114,9 @@ StartResult start_process(const ProcessSpec& spec) {
   std::vector<const char*> cgroups;
   for (const auto& f : spec.join_cgroups) cgroups.push_back(f.c_str());
   cgroups.push_back(nullptr);
-  ChildPlan plan{argv.data(),     envp.data(), "/usr/local/bin:/usr/bin:/bin",
-                 spec.cwd.c_str(), cgroups.data(), getpid(), out[1], err[1], report[1]};
+  ChildPlan plan{argv.data(),      envp.data(),    "/usr/local/bin:/usr/bin:/bin",
+                 spec.cwd.c_str(), cgroups.data(), getpid(),
+                 out[1],           err[1],         report[1]};
   if (auto it = spec.env.find("PATH"); it != spec.env.end() && !it->second.empty())
     plan.path = it->second.c_str();
 
@@ -175,14 +176,14 @@ int run_capture(const ProcessSpec& spec, double timeout_s, std::string& output, 
     if (output.size() < cap) output.append(data, std::min(n, cap - output.size()));
   };
   // Only `stop` ends a helper early: library callers pass the interrupt check themselves.
-  RankSet set(keep, stop ? stop : [] { return false; });
+  RankSet set(
+      keep, stop ? stop : [] { return false; });
   StartResult started = set.start(spec);
   if (!started.ok()) {
     output = started.error;
     return -1;
   }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   bool cut_short = false;
   while (set.running(0)) {
     double left =

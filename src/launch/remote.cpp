@@ -90,9 +90,8 @@ std::vector<ProcessSpec> RemoteLauncher::wrap(const std::vector<RankSlot>& ranks
 
 std::string RemoteLauncher::cleanup(const std::string& token, const std::vector<int>& nodes) const {
   if (!has_hosts()) return "";
-  return sweep_hosts(spec_, nodes, token, [this](const std::string& h, const auto& argv) {
-    return on_host(h, argv);
-  });
+  return sweep_hosts(spec_, nodes, token,
+                     [this](const std::string& h, const auto& argv) { return on_host(h, argv); });
 }
 
 bool RemoteLauncher::signal_remote(const std::string& token, const std::vector<int>& nodes,

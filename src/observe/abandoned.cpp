@@ -47,8 +47,8 @@ bool driver_alive(const json& j) {
 
 void write_live_record(const std::string& trial_dir, const LiveRecord& r) {
   const std::string self = std::to_string(getpid());
-  json j = {{"token", r.token},         {"cgroups", r.cgroups},          {"launcher", r.launcher},
-            {"nodes", r.nodes},         {"driver_pid", getpid()},        {"driver_start", start_time(self)}};
+  json j = {{"token", r.token}, {"cgroups", r.cgroups},   {"launcher", r.launcher},
+            {"nodes", r.nodes}, {"driver_pid", getpid()}, {"driver_start", start_time(self)}};
   const fs::path path = fs::path(trial_dir) / kFile;
   std::ofstream(path.string() + ".tmp") << j.dump() << "\n";
   fs::rename(path.string() + ".tmp", path);

@@ -24,9 +24,9 @@ struct RankRecord {
   int rank = 0, local_rank = 0, node = 0;
   int pid = -1;
   std::vector<std::string> argv;
-  double start_s = 0, end_s = -1;  // seconds since the trial started
-  int exit_code = -1;              // when it exited
-  int signal = 0;                  // when a signal ended it
+  double start_s = 0, end_s = -1;           // seconds since the trial started
+  int exit_code = -1;                       // when it exited
+  int signal = 0;                           // when a signal ended it
   StopReason killed_by = StopReason::None;  // set when ddpbisect stopped the rank
   long long last_step = -1;
   long long heartbeats = 0;
@@ -48,8 +48,8 @@ struct ResourceFault {
 struct TrialOutcome {
   std::string dir;
   TrialStatus status = TrialStatus::Infra;
-  int interrupt_signal = 0;  // status Interrupted: SIGINT or SIGTERM; 0 when cancelled
-  std::string reason;        // one line for humans
+  int interrupt_signal = 0;            // status Interrupted: SIGINT or SIGTERM; 0 when cancelled
+  std::string reason;                  // one line for humans
   StopReason stop = StopReason::None;  // what ended the trial, when ddpbisect did
   std::optional<ResourceFault> resource;
   TrialConfig config;

@@ -60,8 +60,7 @@ TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
   for (const auto& sl : s.slots) live.nodes.push_back(sl.node);
   write_live_record(req.dir, live);
   out.containment = s.cgroup.describe();
-  if (!s.cgroup.unenforced().empty())
-    out.containment += "; not enforced: " + s.cgroup.unenforced();
+  if (!s.cgroup.unenforced().empty()) out.containment += "; not enforced: " + s.cgroup.unenforced();
   out.dir = req.dir;
   out.config = req.config;
   out.launcher = s.launcher->name();
@@ -125,9 +124,8 @@ TrialOutcome run_trial(const TrialRequest& req) {
   TrialWatch watch(spec, setup, out);
   TrialEnd end;
   {
-    RankSet set([&](size_t i, Stream s, const char* data, size_t n) {
-      watch.on_output(i, s, data, n);
-    });
+    RankSet set(
+        [&](size_t i, Stream s, const char* data, size_t n) { watch.on_output(i, s, data, n); });
     end.start_error = watch.start(set);
     watch.watch(set);
     sweep_trial(setup, out);

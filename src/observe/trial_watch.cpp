@@ -71,6 +71,15 @@ std::string read_stack(const RankRecord& rec, double requested_at) {
   return stack;
 }
 
+// A torchrun agent forwards its ranks' output from their log files on a polling thread, so a
+// dump reaches us later than a rank's own pipe would bring it: wait longer before the kill.
+StopLimits stop_limits(const Spec& spec, const TrialSetup& setup) {
+  StopLimits l{spec.limits.grace.count() / 1000.0, spec.limits.trial_timeout.count() / 1000.0};
+  for (const auto& slot : setup.slots)
+    if (slot.agent_ranks > 0) l.dump_wait_s = 4.0;
+  return l;
+}
+
 }  // namespace
 
 struct TrialWatch::Rank {
@@ -98,7 +107,7 @@ TrialWatch::TrialWatch(const Spec& spec, const TrialSetup& setup, TrialOutcome& 
     : spec_(spec),
       setup_(setup),
       out_(out),
-      policy_({spec.limits.grace.count() / 1000.0, spec.limits.trial_timeout.count() / 1000.0}),
+      policy_(stop_limits(spec, setup)),
       budget_{spec.limits.log_cap_bytes},
       hang_(static_cast<int>(count_ranks(setup)), fixed_hang(spec)),
       t0_(now_s()) {

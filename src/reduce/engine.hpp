@@ -18,8 +18,7 @@ using Test = std::function<bool(const ItemSet&)>;
 // given that `items` itself is. Tries the empty set first when `try_empty`. Complement-first (the
 // default, as in picire) tries removing each chunk before keeping one; the textbook order
 // (Zeller and Hildebrandt 2002) tries each chunk alone first.
-ItemSet ddmin(const ItemSet& items, const Test& test, bool try_empty,
-              bool complement_first = true);
+ItemSet ddmin(const ItemSet& items, const Test& test, bool try_empty, bool complement_first = true);
 
 // Finds the culprits one at a time by binary search over prefixes: each costs about log2(n)
 // tests, so k culprits among n cost about k*log2(n) (ddmin: about 2k*log2(n)). Assumes that

@@ -75,11 +75,12 @@ Reduction::Reduction(const Spec& spec, const ReductionOptions& opt)
       opt_(opt),
       journal_((fs::path(opt.out_dir) / "journal.jsonl").string(), opt.resume),
       progress_(opt.quiet),
-      oracle_(spec, oracle_options(), journal_,
-              [this](const TrialConfig& c, const RunRecord& r, std::optional<bool> interesting) {
-                progress_.trial(c, r, interesting, oracle_.stats().trials);
-              },
-              opt.runner) {
+      oracle_(
+          spec, oracle_options(), journal_,
+          [this](const TrialConfig& c, const RunRecord& r, std::optional<bool> interesting) {
+            progress_.trial(c, r, interesting, oracle_.stats().trials);
+          },
+          opt.runner) {
   result_.strategy = opt.strategy;
   state_.spec = &spec;
   const OracleOptions oo = oracle_options();
@@ -207,8 +208,10 @@ void Reduction::debug_phase() {
                                    : "did not fail (" + std::string(to_string(r.status)) + ")";
     std::string vars;
     for (const auto& [k, v] : variants[i]) vars += (vars.empty() ? "" : " ") + k + "=" + v;
-    std::string note = "with " + vars + " the minimal configuration " + what + ", not the failure "
-                       "being explained; trial " + r.dir;
+    std::string note = "with " + vars + " the minimal configuration " + what +
+                       ", not the failure "
+                       "being explained; trial " +
+                       r.dir;
     if (variants[i].count("TORCH_DISTRIBUTED_DEBUG") &&
         variants[i].at("TORCH_DISTRIBUTED_DEBUG") == "DETAIL" && r.signature &&
         r.signature->category == "signal")

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/redact.hpp"
 #include "common/output.hpp"
+#include "common/redact.hpp"
 #include "common/text.hpp"
 #include "report/headline.hpp"
 #include "report/report_html.hpp"
@@ -75,8 +75,9 @@ std::vector<ComparisonRow> comparison_rows(const ReductionResult& r) {
   std::vector<ComparisonRow> rows = {
       {"ranks", ranks_text(j), ranks_text(m)},
       {"samples", std::to_string(j.samples.size()),
-       std::to_string(m.samples.size()) +
-           (!m.samples.empty() && m.samples.size() <= 16 ? " (" + m.samples.to_string() + ")" : "")},
+       std::to_string(m.samples.size()) + (!m.samples.empty() && m.samples.size() <= 16
+                                               ? " (" + m.samples.to_string() + ")"
+                                               : "")},
       {"components", list(j.components), list(m.components)},
       {"features", list(j.features), list(m.features)}};
   for (const auto& [k, v] : j.params)

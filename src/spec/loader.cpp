@@ -847,8 +847,7 @@ class SpecLoader {
           if (starts_with(h, "-") || odd)
             r_.error(k[i], "launcher.hosts[" + std::to_string(i) + "]",
                      "'" + visible_text(h) + "' is not a host name (it " +
-                         (odd ? "holds a space or a control character" : "starts with '-'") +
-                         ")");
+                         (odd ? "holds a space or a control character" : "starts with '-'") + ")");
         }
       }
     if (auto k = n["prefix"])
@@ -930,9 +929,9 @@ class SpecLoader {
       if (bytes && *bytes >= (4 << 20))
         spec.limits.memory_bytes = *bytes;
       else
-        r_.error(k, "limits.memory",
-                 "expected a size of at least 4MB such as 512MB or 8GB, found " +
-                     Reader::describe(k));
+        r_.error(
+            k, "limits.memory",
+            "expected a size of at least 4MB such as 512MB or 8GB, found " + Reader::describe(k));
     }
     if (auto k = n["max_procs"])
       if (auto v = r_.integer(k, "limits.max_procs", 1, 1 << 22)) spec.limits.max_procs = *v;

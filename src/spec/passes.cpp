@@ -51,8 +51,8 @@ std::string strategy_help() {
     std::vector<std::string> order;
     for (const auto& p : passes())
       if (std::string(p.strategy) == all[i].name) order.emplace_back(p.name);
-    out += (i == 0 ? "" : "; ") + std::string(all[i].name) + " (" + join(order, ", ") + "): " +
-           all[i].help;
+    out += (i == 0 ? "" : "; ") + std::string(all[i].name) + " (" + join(order, ", ") +
+           "): " + all[i].help;
   }
   return out;
 }

@@ -150,16 +150,16 @@ TrialConfig cheap_variant(const TrialConfig& full) {
 
 std::string describe_config(const TrialConfig& c) {
   // "1 rank", "2 ranks", "2 nodes x 2 ranks"
-  std::string ranks = c.nodes > 1 ? plural(c.nodes, "node") + " x " + plural(c.procs_per_node, "rank")
-                                  : plural(c.world_size(), "rank");
-  std::string s = ranks + ", " +
-                  // No indices: the workload's whole data set (a command without a samples
-                  // dimension, or samples: auto before the first trial measured it).
-                  (c.samples.empty() ? std::string("all samples")
-                                     : plural(c.samples.size(), "sample")) +
-                  ", " +
-                  plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
-                  plural(static_cast<int64_t>(c.features.size()), "feature");
+  std::string ranks = c.nodes > 1
+                          ? plural(c.nodes, "node") + " x " + plural(c.procs_per_node, "rank")
+                          : plural(c.world_size(), "rank");
+  std::string s =
+      ranks + ", " +
+      // No indices: the workload's whole data set (a command without a samples
+      // dimension, or samples: auto before the first trial measured it).
+      (c.samples.empty() ? std::string("all samples") : plural(c.samples.size(), "sample")) + ", " +
+      plural(static_cast<int64_t>(c.components.size()), "component") + ", " +
+      plural(static_cast<int64_t>(c.features.size()), "feature");
   for (const auto& [k, v] : c.params) s += ", " + k + "=" + std::to_string(v);
   return s;
 }

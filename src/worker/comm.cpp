@@ -12,9 +12,9 @@
 // The only file that sees Gloo's headers, which are Debian's (the wheel ships none) and need not
 // match the Gloo inside libtorch: Gloo's objects are held only through the shared_ptrs c10d hands
 // out, and nothing here calls into them or lays them out.
+#include <torch/csrc/distributed/c10d/debug.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/debug.h>
 
 #include "worker/phase.hpp"
 
@@ -68,8 +68,8 @@ namespace {
 // Gloo's transport devices as torch.distributed picks them (GLOO_SOCKET_IFNAME, a comma list of
 // interfaces), except that a loopback master binds the loopback device rather than resolving the
 // host name. Two worker threads per device, as the Python binding sets.
-c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(const RankEnv& env,
-                                                                 std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
+    const RankEnv& env, std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   const char* ifnames = std::getenv("GLOO_SOCKET_IFNAME");
   if (ifnames && *ifnames) {

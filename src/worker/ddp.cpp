@@ -1,7 +1,7 @@
 #include "worker/ddp.hpp"
 
-#include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/debug.h>
+#include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/logger.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
@@ -16,7 +16,7 @@ namespace ddpbisect::worker {
 
 namespace {
 
-constexpr int64_t kBucketBytesCap = 25 * 1024 * 1024;          // bucket_cap_mb=25
+constexpr int64_t kBucketBytesCap = 25 * 1024 * 1024;        // bucket_cap_mb=25
 constexpr size_t kBroadcastBucketBytes = 250 * 1024 * 1024;  // DDP's broadcast_bucket_size
 
 // _build_params_for_reducer: the parameters that require a gradient, in module order, each once.

@@ -33,8 +33,8 @@ class StepsPass : public Pass {
         }
         lo = *cut + 1;  // it needs more steps than the one it failed at: search above the cut
       }
-      best = smallest_interesting(
-          lo, current, [&](int64_t v) { return v == current || ask(with(v)); });
+      best = smallest_interesting(lo, current,
+                                  [&](int64_t v) { return v == current || ask(with(v)); });
     });
     if (best >= current) return false;
     s.accept(with(best), name(), oracle);

@@ -42,7 +42,8 @@ TEST(StatusLine, NotATerminalMeansPlainLinesAndNoStatus) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   {
-    StatusLine line(false, [](size_t) { return std::string("STATUS"); }, f);
+    StatusLine line(
+        false, [](size_t) { return std::string("STATUS"); }, f);
     EXPECT_FALSE(line.smart());
     line.update([] {});
     line.print("a plain line");
@@ -58,7 +59,8 @@ TEST(StatusLine, QuietPrintsNothing) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   {
-    StatusLine line(true, [](size_t) { return std::string("STATUS"); }, f);
+    StatusLine line(
+        true, [](size_t) { return std::string("STATUS"); }, f);
     line.print("hidden");
   }
   EXPECT_EQ(std::ftell(f), 0);

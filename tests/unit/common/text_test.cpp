@@ -69,7 +69,10 @@ TEST(Text, ShellQuote) {
 
 TEST(Text, VisibleTextLeavesNoC1ControlOrXmlNonCharacter) {
   // Found by fuzz.escapers: U+009B (CSI) passed as valid UTF-8, as did U+FFFE and U+FFFF.
-  EXPECT_EQ(visible_text("a\xc2\x9b" "31mb"), "a\xef\xbf\xbd\xef\xbf\xbd" "31mb");
+  EXPECT_EQ(visible_text("a\xc2\x9b"
+                         "31mb"),
+            "a\xef\xbf\xbd\xef\xbf\xbd"
+            "31mb");
   EXPECT_EQ(visible_text("\xef\xbf\xbe"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(visible_text("\xc2\xa0\xef\xbf\xbd"), "\xc2\xa0\xef\xbf\xbd");  // NBSP, U+FFFD stay
 }

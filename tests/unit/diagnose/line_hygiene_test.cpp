@@ -114,7 +114,8 @@ TEST(LineHygiene, PipeSeparatedColumnsAndHostRankTags) {
   CleanLine logged = one("2024-05-01 12:00:01,123 | INFO | KeyError: 'x'");
   EXPECT_EQ(logged.level, 'I');
   EXPECT_EQ(logged.text, "KeyError: 'x'");
-  CleanLine both = one("2024-05-01 12:00:01,123 - INFO - gpu-node-1:13 |   File \"d.py\", line 7, in f");
+  CleanLine both =
+      one("2024-05-01 12:00:01,123 - INFO - gpu-node-1:13 |   File \"d.py\", line 7, in f");
   EXPECT_EQ(both.rank, 13);
   EXPECT_EQ(both.text, "  File \"d.py\", line 7, in f");
   // A location with a line number is not a host and a rank.

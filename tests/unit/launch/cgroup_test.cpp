@@ -41,8 +41,8 @@ TEST(TrialCgroup, CountsRefusedForksAgainstMaxProcs) {
   TrialCgroup group = TrialCgroup::create("ddpbisect-unit-" + random_token(), {std::nullopt, 4});
   if (!group.contains() || !group.unenforced().empty())
     GTEST_SKIP() << "no pids controller here: " << group.describe() << group.unenforced();
-  ProcessSpec p{{"sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait"},
-                current_environment(), ""};
+  ProcessSpec p{
+      {"sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait"}, current_environment(), ""};
   p.join_cgroups = group.procs_files();
   RankSet set({}, [] { return false; });
   ASSERT_TRUE(set.start(p).ok());

@@ -21,8 +21,8 @@ json node(const std::string& torch) {
           {"master", {{"reachable", true}, {"offset_s", 0.0}, {"rtt_s", 0.001}}}};
 }
 
-const Finding* find(const std::vector<Finding>& fs, FindingStatus status,
-                    const std::string& check, int node) {
+const Finding* find(const std::vector<Finding>& fs, FindingStatus status, const std::string& check,
+                    int node) {
   for (const auto& f : fs)
     if (f.status == status && f.check == check && f.node == node) return &f;
   return nullptr;

@@ -163,7 +163,7 @@ TEST_F(OracleTest, SpeculativeTrialsUseFreeSlotsAndMootOnesAreCancelled) {
     Oracle oracle(spec, o, journal, nullptr, world.runner());
     oracle.set_target(target_signature(), 1.0);
     EXPECT_FALSE(oracle.interesting(a, {b, c, slow}));
-    EXPECT_EQ(world.peak.load(), 4);  // the question and three speculative trials at once
+    EXPECT_EQ(world.peak.load(), 4);           // the question and three speculative trials at once
     EXPECT_FALSE(oracle.interesting(b, {c}));  // its speculative trial answers: no new one
     EXPECT_FALSE(oracle.interesting(c));
     EXPECT_EQ(oracle.stats().trials, 3);  // `slow` is still running, now unwanted

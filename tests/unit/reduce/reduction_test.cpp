@@ -117,7 +117,9 @@ bool uneven(const TrialConfig& c) {
   return c.world_size() == 2 && c.has_component("stats") && c.samples.size() % 2 == 1 &&
          c.samples.size() >= 2;
 }
-bool empty_shard(const TrialConfig& c) { return c.samples.size() < c.world_size(); }
+bool empty_shard(const TrialConfig& c) {
+  return c.samples.size() < c.world_size();
+}
 }  // namespace
 
 TEST_F(ReductionTest, TheMinimumDoesNotDependOnJobs) {

@@ -60,7 +60,7 @@ TEST(SlotPool, GpuCandidatesGetDisjointDevices) {
   auto d = pool.acquire(shape(1, 1, "cuda"));
   ASSERT_TRUE(d);
   EXPECT_EQ(d->gpus, (std::vector<std::string>{"2"}));  // the lowest free id
-  EXPECT_TRUE(pool.acquire(shape(1, 1)).has_value());  // a CPU candidate needs none
+  EXPECT_TRUE(pool.acquire(shape(1, 1)).has_value());   // a CPU candidate needs none
 }
 
 TEST(SlotPool, GpuIdsSortAsNumbers) {

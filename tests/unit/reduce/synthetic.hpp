@@ -57,7 +57,7 @@ struct Synthetic {
   long long last_step = -1;
   int sleep_ms = 0;  // how long a trial takes; it ends early when cancelled
   std::function<int(const TrialConfig&)> duration_ms;  // instead of sleep_ms, per configuration
-  std::atomic<int> active{0}, peak{0}, cancelled{0};  // trials running now, at most, cancelled
+  std::atomic<int> active{0}, peak{0}, cancelled{0};   // trials running now, at most, cancelled
   std::mutex mu;
   std::map<std::string, int> runs;  // by canonical configuration
   std::atomic<int> trials{0};
