@@ -91,7 +91,12 @@ std::string workload_python(const Spec& spec) {
       program = (fs::path(spec.command->cwd) / program).string();
     if (std::string py = shebang_python(program); !py.empty()) return py;
   }
-  // The built-in worker, or a program that is not Python: the Python users run, first on PATH.
+#ifdef DDPBISECT_BUILD_PYTHON
+  // The built-in worker links the libtorch of the Python it was built with.
+  std::error_code ec;
+  if (spec.builtin && fs::exists(DDPBISECT_BUILD_PYTHON, ec)) return DDPBISECT_BUILD_PYTHON;
+#endif
+  // A program that is not Python: the Python users run, first on PATH.
   if (std::string py = on_path("python3"); !py.empty()) return py;
   return "/usr/bin/python3";
 }
