@@ -34,57 +34,68 @@ static json requires_json(const FaultRequires& q) {
   return j;
 }
 
+// The built-in workload's part of the normalized spec.
+static json builtin_json(const BuiltinWorkload& b) {
+  json w;
+  json d = {{"kind", b.dataset.kind},           {"task", b.dataset.task},
+            {"seed", b.dataset.seed},           {"features", b.dataset.features},
+            {"drop_last", b.dataset.drop_last}, {"pad", b.dataset.pad}};
+  if (b.dataset.samples) d["samples"] = b.dataset.samples;
+  if (!b.dataset.path.empty()) d["path"] = b.dataset.path;
+  if (b.dataset.task == "classification") d["classes"] = b.dataset.classes;
+  json faults = json::array();
+  for (const auto& f : b.faults) {
+    json fj = {{"kind", f.kind}};
+    if (f.kind == "raise") fj["message"] = f.message;
+    if (f.kind == "exit") fj["exit_code"] = f.exit_code;
+    if (f.probability < 1.0) fj["probability"] = f.probability;
+    if (f.delay.count()) fj["delay"] = format_duration(f.delay);
+    if (!f.path.empty()) fj["path"] = f.path;
+    if (!f.component.empty()) fj["component"] = f.component;
+    if (!f.mode.empty()) fj["mode"] = f.mode;
+    json rq = requires_json(f.requires_);
+    if (!rq.empty()) fj["requires"] = rq;
+    faults.push_back(fj);
+  }
+  w = {{"model", b.model},
+       {"dataset", d},
+       {"features", b.features},
+       {"params", b.params},
+       {"faults", faults}};
+  w["collective_timeout"] = format_duration(b.collective_timeout);
+  w["lr"] = b.lr;
+  if (b.samples) w["samples"] = samples_json(*b.samples);
+  return w;
+}
+
+// A command workload's part of the normalized spec (its keys sit beside `command`).
+static json command_json(const CommandWorkload& c) {
+  json w;
+  w["command"] = c.argv;
+  w["cwd"] = c.cwd;
+  if (!c.env.empty()) w["env"] = c.env;
+  if (c.samples_auto)
+    w["samples"] = c.samples.empty() ? json("auto") : json{{"auto", samples_json(c.samples)}};
+  else if (!c.samples.empty())
+    w["samples"] = samples_json(c.samples);
+  if (c.steps_auto) w["steps"] = "auto";
+  w["agent"] = c.agent;
+  if (!c.state.empty()) w["state"] = c.state;
+  w["components"] = c.components;
+  w["features"] = c.features;
+  w["params"] = c.params;
+  return w;
+}
+
 nlohmann::json spec_to_json(const Spec& spec) {
   json j;
   j["version"] = spec.version;
   j["name"] = spec.name;
   json w;
-  if (spec.builtin) {
-    const auto& b = *spec.builtin;
-    json d = {{"kind", b.dataset.kind},           {"task", b.dataset.task},
-              {"seed", b.dataset.seed},           {"features", b.dataset.features},
-              {"drop_last", b.dataset.drop_last}, {"pad", b.dataset.pad}};
-    if (b.dataset.samples) d["samples"] = b.dataset.samples;
-    if (!b.dataset.path.empty()) d["path"] = b.dataset.path;
-    if (b.dataset.task == "classification") d["classes"] = b.dataset.classes;
-    json faults = json::array();
-    for (const auto& f : b.faults) {
-      json fj = {{"kind", f.kind}};
-      if (f.kind == "raise") fj["message"] = f.message;
-      if (f.kind == "exit") fj["exit_code"] = f.exit_code;
-      if (f.probability < 1.0) fj["probability"] = f.probability;
-      if (f.delay.count()) fj["delay"] = format_duration(f.delay);
-      if (!f.path.empty()) fj["path"] = f.path;
-      if (!f.component.empty()) fj["component"] = f.component;
-      if (!f.mode.empty()) fj["mode"] = f.mode;
-      json rq = requires_json(f.requires_);
-      if (!rq.empty()) fj["requires"] = rq;
-      faults.push_back(fj);
-    }
-    w["builtin"] = {{"model", b.model},
-                    {"dataset", d},
-                    {"features", b.features},
-                    {"params", b.params},
-                    {"faults", faults}};
-    w["builtin"]["collective_timeout"] = format_duration(b.collective_timeout);
-    w["builtin"]["lr"] = b.lr;
-    if (b.samples) w["builtin"]["samples"] = samples_json(*b.samples);
-  } else if (spec.command) {
-    const auto& c = *spec.command;
-    w["command"] = c.argv;
-    w["cwd"] = c.cwd;
-    if (!c.env.empty()) w["env"] = c.env;
-    if (c.samples_auto)
-      w["samples"] = c.samples.empty() ? json("auto") : json{{"auto", samples_json(c.samples)}};
-    else if (!c.samples.empty())
-      w["samples"] = samples_json(c.samples);
-    if (c.steps_auto) w["steps"] = "auto";
-    w["agent"] = c.agent;
-    if (!c.state.empty()) w["state"] = c.state;
-    w["components"] = c.components;
-    w["features"] = c.features;
-    w["params"] = c.params;
-  }
+  if (spec.builtin)
+    w["builtin"] = builtin_json(*spec.builtin);
+  else if (spec.command)
+    w = command_json(*spec.command);
   j["workload"] = w;
   json stages = json::array();
   for (const auto& s : spec.stages)
