@@ -125,24 +125,26 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     slot.rank = rank;
     slot.local_rank = rank % ppn;
     slot.node = rank / ppn;
+    // The rank contract, except where the spec's env or the request set a variable: theirs win
+    // (base has them already, after the agent's variables).
     auto env = base;
-    env["RANK"] = std::to_string(rank);
-    env["LOCAL_RANK"] = std::to_string(slot.local_rank);
-    env["WORLD_SIZE"] = std::to_string(world);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(ppn);
-    env["GROUP_RANK"] = env["NODE_RANK"] = std::to_string(slot.node);
-    env["GROUP_WORLD_SIZE"] = std::to_string(config.nodes);
-    env["ROLE_RANK"] = std::to_string(rank);
-    env["ROLE_WORLD_SIZE"] = std::to_string(world);
-    env["MASTER_ADDR"] = place.master_addr;
-    env["MASTER_PORT"] = std::to_string(place.master_port);
-    env["TORCHELASTIC_RUN_ID"] = "ddpbisect-" + place.token.substr(0, 8);
-    // As before the contract: the spec's env, then the request's, win (PYTHONPATH was set
-    // from the spec's in trial_env, with the agent in front).
-    if (spec.command)
-      for (const auto& [k, v] : spec.command->env)
-        if (k != "PYTHONPATH") env[k] = v;
-    for (const auto& [k, v] : place.extra_env) env[k] = v;
+    auto contract = [&](const std::string& key, const std::string& value) {
+      const bool overridden =
+          (spec.command && spec.command->env.count(key)) || place.extra_env.count(key);
+      if (!overridden) env[key] = value;
+    };
+    contract("RANK", std::to_string(rank));
+    contract("LOCAL_RANK", std::to_string(slot.local_rank));
+    contract("WORLD_SIZE", std::to_string(world));
+    contract("LOCAL_WORLD_SIZE", std::to_string(ppn));
+    contract("GROUP_RANK", std::to_string(slot.node));
+    contract("NODE_RANK", std::to_string(slot.node));
+    contract("GROUP_WORLD_SIZE", std::to_string(config.nodes));
+    contract("ROLE_RANK", std::to_string(rank));
+    contract("ROLE_WORLD_SIZE", std::to_string(world));
+    contract("MASTER_ADDR", place.master_addr);
+    contract("MASTER_PORT", std::to_string(place.master_port));
+    contract("TORCHELASTIC_RUN_ID", "ddpbisect-" + place.token.substr(0, 8));
     slot.process = {argv, env, cwd};
     out.push_back(std::move(slot));
   }
