@@ -23,11 +23,11 @@ TEST(TrialCgroup, KillsADescendantThatLeftTheProcessGroup) {
     ASSERT_TRUE(set.start(p).ok());
     while (set.any_running()) set.wait(0.1);
   }
-  for (int i = 0; i < 50 && find_token(token).empty(); ++i)
+  for (int i = 0; i < 500 && find_token(token).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_FALSE(find_token(token).empty()) << "the setsid'd sleeper did not start";
   EXPECT_GE(group.kill_all(), 1);
-  for (int i = 0; i < 100 && !find_token(token).empty(); ++i) {
+  for (int i = 0; i < 500 && !find_token(token).empty(); ++i) {
     reap_orphans();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
