@@ -410,6 +410,23 @@ void Oracle::set_target(const Signature& target, double reproduction_rate) {
   repeats_ = repeats_for(rate_, opt_.confidence);
 }
 
+void Oracle::set_target(const Signature& target, const Tally& measured) {
+  set_target(target, measured.rate());
+  repeats_ = repeats_for(measured, opt_.confidence);
+}
+
+void Oracle::recheck_rejections() {
+  for (const auto& [key, runs] : runs_) misses_from_[key] = runs.size();
+}
+
+// Runs of `key` that count towards calling it uninteresting: those since its last recheck.
+int Oracle::counted_runs(const std::string& key) const {
+  auto it = runs_.find(key);
+  if (it == runs_.end()) return 0;
+  auto from = misses_from_.find(key);
+  return static_cast<int>(it->second.size() - (from == misses_from_.end() ? 0 : from->second));
+}
+
 bool Oracle::matches(const RunRecord& r) const {
   return r.status == TrialStatus::Fail && r.signature &&
          same_failure(target_, *r.signature, opt_.level, opt_.regex, r.text);
@@ -423,13 +440,14 @@ const RunRecord* Oracle::matching_run(const TrialConfig& config) const {
   return nullptr;
 }
 
-// Interesting once a run matched; uninteresting after repeats() runs that did not.
+// Interesting once a run matched; uninteresting after repeats() runs that did not (since the
+// last recheck).
 std::optional<bool> Oracle::verdict(const std::string& key) const {
   auto it = runs_.find(key);
   if (it == runs_.end()) return std::nullopt;
   for (const auto& r : it->second)
     if (matches(r)) return true;
-  if (static_cast<int>(it->second.size()) >= repeats_) return false;
+  if (counted_runs(key) >= repeats_) return false;
   return std::nullopt;
 }
 
@@ -445,11 +463,11 @@ void Oracle::fill(const TrialConfig& config, const std::vector<TrialConfig>& ahe
     return static_cast<int>(std::count_if(flights_.begin(), flights_.end(),
                                           [&](const Flight& f) { return f.key == k; }));
   };
-  while (!verdict(key) && static_cast<int>(runs_[key].size()) + in_flight(key) < repeats_)
+  while (!verdict(key) && counted_runs(key) + in_flight(key) < repeats_)
     if (!start(config, true)) return;
   for (const auto& a : ahead) {
     const std::string k = a.canonical();
-    if (verdict(k) || in_flight(k) || (runs_.count(k) && !runs_[k].empty())) continue;
+    if (verdict(k) || in_flight(k) || counted_runs(k) > 0) continue;
     if (!start(a, true)) return;
   }
 }

@@ -23,6 +23,7 @@
 #include "diagnose/diagnosis.hpp"
 #include "observe/trial_runner.hpp"
 #include "reduce/journal.hpp"
+#include "reduce/reruns.hpp"
 #include "reduce/result.hpp"
 #include "reduce/slots.hpp"
 #include "spec/spec.hpp"
@@ -65,6 +66,8 @@ class Oracle {
   RunRecord debug_run(const TrialConfig& config, const Env& env);
 
   void set_target(const Signature& target, double reproduction_rate);
+  // A flaky target: its rate, and the repeats a candidate needs, from the runs that measured it.
+  void set_target(const Signature& target, const Tally& measured);
   const Signature& target() const { return target_; }
   double rate() const { return rate_; }
   // Trials needed to call a configuration uninteresting at the configured confidence.
@@ -75,6 +78,9 @@ class Oracle {
   // may ask about next. Free slots start them now; a speculative trial whose configuration is
   // neither asked nor ahead any more is cancelled (every rank reaped, nothing journaled).
   bool interesting(const TrialConfig& config, const std::vector<TrialConfig>& ahead = {});
+  // Every configuration called uninteresting so far needs repeats() fresh misses before it is
+  // called so again (a flaky target's second look at the rejections around its minimum).
+  void recheck_rejections();
   // The answer known without another trial, if any.
   std::optional<bool> known(const TrialConfig& config) const;
   // Cancels every speculative trial still running (a search has ended).
@@ -102,6 +108,7 @@ class Oracle {
 
   void load(const std::vector<nlohmann::json>& entries);
   std::optional<bool> verdict(const std::string& key) const;
+  int counted_runs(const std::string& key) const;
   int next_attempt(const std::string& key) const;
   bool start(const TrialConfig& config, bool question, const Env& env = {});
   std::vector<RunRecord> runs_of(const TrialConfig& config, int n, const Env& env);
@@ -137,6 +144,7 @@ class Oracle {
   int repeats_ = 1;
   uint64_t salt_ = 0;
   std::map<std::string, std::vector<RunRecord>> runs_;  // by key: canonical configuration
+  std::map<std::string, size_t> misses_from_;  // by key: the first run a "no" counts (rechecks)
   Replay replay_;  // journaled trials not yet consumed, by key and attempt
   std::map<std::string, std::set<int>> attempts_;  // finished or running, by key
   std::list<Flight> flights_;

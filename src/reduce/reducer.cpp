@@ -53,7 +53,8 @@ class Reduction {
   OracleOptions oracle_options() const;
   bool escalate_phase();
   void measure_phase();
-  void reduce_phase();
+  void reduce_phase(const std::string& rounds = "round");
+  void recheck_phase();
   bool confirm_phase();
   void debug_phase();
   void measure_flaky(const TrialConfig& config, Tally& tally);
@@ -130,7 +131,7 @@ void Reduction::measure_flaky(const TrialConfig& config, Tally& tally) {
   for (const auto& r : oracle_.runs(config, oracle_.affordable(kMeasureRuns - tally.runs)))
     tally.add(oracle_.matches(r));
   flaky_ = true;
-  oracle_.set_target(oracle_.target(), tally.rate());
+  oracle_.set_target(oracle_.target(), tally);
   progress_.note("flaky: the failure reproduced " + tally.text() +
                  " times; each candidate gets up to " + std::to_string(oracle_.repeats()) +
                  " trials");
@@ -151,13 +152,13 @@ void Reduction::measure_phase() {
   result_.escalation_trials = oracle_.stats().trials;
 }
 
-void Reduction::reduce_phase() {
+void Reduction::reduce_phase(const std::string& rounds) {
   auto passes = make_passes(opt_.strategy);
   for (int round = 1;; ++round) {
     bool progress_made = false;
     for (auto& pass : passes) {
       if (!spec_.reduce.enabled(pass->dimension()) || oracle_.exhausted()) continue;
-      progress_.phase("round " + std::to_string(round) + ": " + pass->name());
+      progress_.phase(rounds + " " + std::to_string(round) + ": " + pass->name());
       if (pass->run(state_, oracle_)) {
         progress_made = true;
         progress_.best(state_.best);
@@ -166,6 +167,16 @@ void Reduction::reduce_phase() {
     if (!progress_made || oracle_.exhausted()) break;
   }
   result_.reduction_trials = oracle_.stats().trials;
+}
+
+// A flaky target's passes have converged, but each "no" around the minimum was a few misses in
+// a row, which a flaky failure shows now and then: those candidates get as many fresh trials
+// again and the passes go on if one of them fails after all. The miss chance of the answers
+// that decide the minimum is squared for the price of one more round at the minimum.
+void Reduction::recheck_phase() {
+  if (oracle_.exhausted()) return;
+  oracle_.recheck_rejections();
+  reduce_phase("recheck round");
 }
 
 // Reruns of the minimum. Returns false when a rerun missed a failure that had reproduced every
@@ -238,6 +249,7 @@ ReductionResult Reduction::run() {
     measure_phase();
     do {
       reduce_phase();
+      if (flaky_) recheck_phase();
     } while (!confirm_phase());
     result_.minimal = state_.best;
     result_.trace = state_.trace;

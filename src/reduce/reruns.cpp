@@ -18,6 +18,19 @@ int repeats_for(double rate, double confidence) {
   return std::clamp(n, 2, 30);
 }
 
+int repeats_for(const Tally& measured, double confidence) {
+  if (measured.every_time()) return 1;
+  const double miss = std::clamp(1.0 - confidence, 1e-9, 0.5);
+  // E[(1 - p)^n] for p ~ Beta(a, b) is the product over i < n of (b + i) / (a + b + i).
+  const double a = measured.failures + 1.0, b = measured.runs - measured.failures + 1.0;
+  double all_missed = 1.0;
+  for (int n = 1; n <= 30; ++n) {
+    all_missed *= (b + n - 1) / (a + b + n - 1);
+    if (all_missed <= miss) return std::max(n, 2);
+  }
+  return 30;
+}
+
 std::string Tally::text() const {
   return std::to_string(failures) + " of " + std::to_string(runs);
 }

@@ -25,6 +25,16 @@ int reruns_to_trust(double confidence);
 // ((1 - rate)^n <= 1 - confidence), at least 2 and at most 30; 1 for a deterministic target.
 int repeats_for(double rate, double confidence);
 
+struct Tally;
+
+// Trials that call a candidate uninteresting given what `measured` runs of a failing
+// configuration showed, at least 2 and at most 30 (1 when every run failed). Ten runs only
+// bound the rate loosely (7 of 10 fits a true rate of 0.4 as well as 0.9), so the rate is not
+// taken at its estimate: n is the smallest count whose miss chance averaged over every rate
+// the runs leave possible (a uniform prior updated by them: E[(1 - p)^n] under
+// Beta(failures + 1, misses + 1)) is at most 1 - confidence.
+int repeats_for(const Tally& measured, double confidence);
+
 // Runs of one configuration that is known to fail, and how many of them failed the same way.
 struct Tally {
   int runs = 0, failures = 0;

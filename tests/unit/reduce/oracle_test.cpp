@@ -200,6 +200,27 @@ TEST_F(OracleTest, AnInterruptDuringABatchRecordsTheTrialsThatFinished) {
   EXPECT_EQ(trials, 1);
 }
 
+TEST_F(OracleTest, ARecheckGivesEveryRejectionFreshRepeats) {
+  world.fails = [](const TrialConfig&, int) { return false; };
+  Journal journal(dir.journal(), false);
+  Oracle oracle(spec, options(), journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 0.5);  // 5 repeats
+  const TrialConfig no = with_samples({4}), yes = with_samples({5});
+  world.fails = [&](const TrialConfig& c, int) { return c.canonical() == yes.canonical(); };
+  EXPECT_FALSE(oracle.interesting(no));
+  EXPECT_TRUE(oracle.interesting(yes));
+  EXPECT_EQ(world.runs_of(no), 5);
+  oracle.recheck_rejections();
+  EXPECT_FALSE(oracle.known(no).has_value());               // a "no" needs its repeats again
+  EXPECT_EQ(oracle.known(yes), std::optional<bool>(true));  // a match stays a match
+  world.fails = [&](const TrialConfig& c, int before) {
+    return before == 7 || c.canonical() == yes.canonical();
+  };
+  EXPECT_TRUE(oracle.interesting(no));  // the third fresh trial fails
+  EXPECT_EQ(world.runs_of(no), 8);
+  EXPECT_EQ(world.runs_of(yes), 1);
+}
+
 TEST_F(OracleTest, AFlakyQuestionRunsItsRepeatsSideBySide) {
   world.fails = [](const TrialConfig&, int) { return false; };
   world.sleep_ms = 20;

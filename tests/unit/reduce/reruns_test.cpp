@@ -26,6 +26,28 @@ TEST(Reruns, RepeatsGrowAsTheRateFalls) {
   EXPECT_EQ(repeats_for(0.01, 0.999), 30);
 }
 
+namespace {
+Tally tally(int failures, int runs) {
+  Tally t;
+  for (int i = 0; i < runs; ++i) t.add(i < failures);
+  return t;
+}
+}  // namespace
+
+TEST(Reruns, MeasuredRepeatsAllowForWhatTenRunsCannotTell) {
+  EXPECT_EQ(repeats_for(tally(3, 3), 0.95), 1);
+  // 7 of 10: the estimate 0.7 would give 3 (0.3^3 = 2.7 %); averaged over the rates 7 of 10
+  // leaves possible, 3 misses in a row happen 5.5 % of the time and 4 happen 2.6 %.
+  EXPECT_EQ(repeats_for(tally(7, 10), 0.95), 4);
+  EXPECT_GT(repeats_for(tally(7, 10), 0.95), repeats_for(0.7, 0.95));
+  // The same rate seen over more runs is known better and needs fewer.
+  EXPECT_LT(repeats_for(tally(70, 100), 0.95), repeats_for(tally(7, 10), 0.95));
+  EXPECT_EQ(repeats_for(tally(1, 10), 0.95), 30);
+  EXPECT_EQ(repeats_for(tally(9, 10), 0.5), 2);  // never fewer than two for a flaky target
+  for (int f = 1; f < 10; ++f)
+    EXPECT_GE(repeats_for(tally(f, 10), 0.99), repeats_for(tally(f, 10), 0.95)) << f;
+}
+
 TEST(Reruns, ConfirmPaysOnlyWhatTrustStillNeeds) {
   EXPECT_EQ(confirm_reruns(-1, false, kRerunsBeforeReduction, 0.95), 3);
   EXPECT_EQ(confirm_reruns(-1, false, 7, 0.95), 0);
