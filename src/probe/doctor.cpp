@@ -39,8 +39,9 @@ bool interrupted() {
   return interrupt_signal() != 0;
 }
 
-// The data paths the spec names: the data set file, the command's folder, and the command's
-// arguments and variables that are paths on the driver's machine.
+// The data paths the spec names: the data set file, the command's folder, its `workload.state`
+// paths (which validation checks only where ranks run here), and the command's arguments and
+// variables that are paths on the driver's machine.
 std::vector<std::string> spec_paths(const Spec& spec) {
   std::set<std::string> out;
   if (spec.builtin && spec.builtin->dataset.kind != "synthetic")
@@ -48,6 +49,7 @@ std::vector<std::string> spec_paths(const Spec& spec) {
   if (spec.command) {
     const auto& c = *spec.command;
     out.insert(c.cwd);
+    out.insert(c.state.begin(), c.state.end());
     auto consider = [&](const std::string& word) {
       if (word.empty() || word.find('{') != std::string::npos || word[0] == '-') return;
       fs::path p = fs::path(word).is_absolute() ? fs::path(word) : fs::path(c.cwd) / word;

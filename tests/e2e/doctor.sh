@@ -83,7 +83,7 @@ sed 's/^    params: {steps: 2}/    params: {steps: 2}\n    faults: [{kind: raise
 if [[ $(id -u) -ne 0 ]] || ! command -v unshare >/dev/null; then
   echo "SKIP: per-node cases need root (mount namespaces)"
 else
-  mkdir -p "$tmp/hosts" "$tmp/data" "$tmp/fake/torch"
+  mkdir -p "$tmp/hosts" "$tmp/data" "$tmp/state/ckpt" "$tmp/fake/torch"
   echo "x,y" >"$tmp/data/train.csv"
   cat >"$tmp/fake/torch/__init__.py" <<'PY'
 __version__ = "2.3.1"
@@ -104,6 +104,7 @@ name: doctor-nodes
 workload:
   command: [/usr/bin/python3, -c, "print('ok')", $tmp/data/train.csv]
   cwd: $tmp
+  state: [$tmp/state/ckpt]
 stages:
   - {name: two, nodes: 2, procs_per_node: 1}
 launcher: {kind: prefix, hosts: [n0, n1], prefix: "$tmp/hosts/{host}"}
@@ -120,6 +121,8 @@ YAML
   }
   case_node1 same 'exec "$@"' none -
   case_node1 missing-data "exec unshare -m sh -c 'mount -t tmpfs none $tmp/data && exec \"\$@\"' sh \"\$@\"" fail paths
+  # A workload.state folder missing on node 1 only (validation checks it only for local ranks).
+  case_node1 missing-state "exec unshare -m sh -c 'mount -t tmpfs none $tmp/state && exec \"\$@\"' sh \"\$@\"" fail paths
   case_node1 clock "exec env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME=+90s \"\$@\"" fail clock
   case_node1 version "exec env PYTHONPATH=$tmp/fake \"\$@\"" fail versions.torch
 fi
