@@ -22,9 +22,18 @@ grep -qx -- "$target" <<<"$targets" || {
 }
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "scripts/fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
 
-cmake --preset fuzz >/dev/null
-nice -n 19 cmake --build --preset fuzz -j2
-python3 fuzz/seeds.py "$root" build/libfuzzer/seeds >/dev/null
+# Runs may start at once (`scripts/fuzz.sh A 600 & scripts/fuzz.sh B 600 &`): one builds while
+# the others wait on the lock (two ninjas in one build folder corrupt it), and each run has seeds
+# of its own (seeds.py empties the folder it writes), removed when it ends.
+mkdir -p build/libfuzzer
+{
+  flock 9
+  cmake --preset fuzz >/dev/null
+  nice -n 19 cmake --build --preset fuzz -j2
+} 9>build/libfuzzer/.build.lock
+seeds=$(mktemp -d "build/libfuzzer/seeds.$target.XXXXXX")
+trap 'rm -rf "$seeds"' EXIT
+python3 fuzz/seeds.py "$root" "$seeds" >/dev/null
 corpus=build/libfuzzer/corpus/$target artifacts=build/libfuzzer/artifacts/$target
 mkdir -p "$corpus" "$artifacts"
 args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
@@ -32,6 +41,7 @@ args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_sta
 dict=fuzz/dicts/$target.dict
 [[ -f $dict ]] && args+=(-dict="$dict")
 dirs=("$corpus")
-[[ -d build/libfuzzer/seeds/$target ]] && dirs+=("build/libfuzzer/seeds/$target")
+[[ -d $seeds/$target ]] && dirs+=("$seeds/$target")
 [[ -d tests/fuzz/regressions/$target ]] && dirs+=("tests/fuzz/regressions/$target")
-exec nice -n 19 "build/libfuzzer/fuzz/fuzz_$target" "${args[@]}" "$@" "${dirs[@]}"
+# Not exec: the trap removes the seeds once the fuzzer ends (Ctrl-C reaches both).
+nice -n 19 "build/libfuzzer/fuzz/fuzz_$target" "${args[@]}" "$@" "${dirs[@]}"

@@ -3,6 +3,7 @@
 // folder with outcome.json. A header starting with 'f' gives every file as its own path, as
 // `explain a.log b.log` does; otherwise the folder is the one path. Bad input is an error
 // message, never an exception or a crash; what is diagnosed renders as `explain` shows it.
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "fuzz_util.hpp"
@@ -29,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   in.library_patterns = {"mylib/"};
   Diagnosis d = diagnose(in);
   const nlohmann::json j = d.to_json();
-  j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  json_text(j, 2);
   if (!d.failed) return 0;
   fuzz::check(!d.root.category.empty(), "a failure has a category", d.root.message);
   fold_cpp_frames(visible_text(d.root.message.substr(0, 4000)));
@@ -38,6 +39,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   d.signature.to_string();
   const Signature back = Signature::from_json(d.signature.to_json());
   fuzz::check(same_failure(d.signature, back, "strict"), "a signature survives its JSON",
-              d.signature.to_json().dump());
+              json_text(d.signature.to_json()));
   return 0;
 }

@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "spec/loader.hpp"
 #include "spec/trial_config.hpp"
@@ -88,9 +89,7 @@ int config(const ConfigOptions& o) {
   if (!spec) return bad_input();
   auto t = trial_config_or_report(*spec, o.stage, o.sets);
   if (!t) return bad_input();
-  std::cout << rank_config_json(*spec, *t).dump(2, ' ', false,
-                                                nlohmann::json::error_handler_t::replace)
-            << "\n";
+  std::cout << json_text(rank_config_json(*spec, *t), 2) << "\n";
   return exit_code::kOk;
 }
 

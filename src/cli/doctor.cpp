@@ -6,6 +6,7 @@
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
 #include "common/interrupt.hpp"
+#include "common/json_util.hpp"
 #include "common/signals.hpp"
 #include "common/text.hpp"
 #include "probe/doctor.hpp"
@@ -65,7 +66,7 @@ int doctor(const DoctorCliOptions& o) {
                           {"warn", n[FindingStatus::Warn]},
                           {"pass", n[FindingStatus::Pass]},
                           {"skip", n[FindingStatus::Skip]}}}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << json_text(j, 2) << "\n";
   } else {
     print_findings(res, n);
   }

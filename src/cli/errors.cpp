@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/exit_codes.hpp"
+#include "common/json_util.hpp"
 
 namespace ddpbisect::cli {
 
@@ -15,7 +16,7 @@ nlohmann::json g_errors = nlohmann::json::array();
 void print_json(const char* kind, int code) {
   nlohmann::json j = {{"error", kind}, {"exit_code", code}, {"errors", g_errors}};
   if (!g_mode.command.empty()) j["command"] = g_mode.command;
-  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  std::cout << json_text(j, 2) << "\n";
   g_errors = nlohmann::json::array();
 }
 }  // namespace

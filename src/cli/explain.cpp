@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "report/headline.hpp"
@@ -51,7 +52,7 @@ int explain(const ExplainOptions& o) {
   in.library_patterns = o.ignore_frames;
   Diagnosis d = diagnose(in);
   if (o.json) {
-    std::cout << d.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << json_text(d.to_json(), 2) << "\n";
     return d.failed ? exit_code::kOk : exit_code::kNotReproduced;
   }
   if (!d.failed) {

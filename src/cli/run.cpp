@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "observe/trial_runner.hpp"
 #include "spec/loader.hpp"
@@ -48,8 +49,7 @@ int run(const RunOptions& o) {
     note(outcome.reason + "; retrying on a new port");
   }
   if (o.json)
-    std::cout << outcome.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-              << "\n";
+    std::cout << json_text(outcome.to_json(), 2) << "\n";
   else
     print_outcome(config, outcome);
   switch (outcome.status) {

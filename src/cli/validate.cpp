@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
+#include "common/json_util.hpp"
 #include "spec/loader.hpp"
 #include "spec/serialize.hpp"
 
@@ -14,7 +15,7 @@ int validate(const ValidateOptions& o) {
   if (!spec) return bad_input();
   auto j = spec_to_json(*spec);
   if (o.json)
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << json_text(j, 2) << "\n";
   else
     std::cout << json_to_yaml(j);
   return exit_code::kOk;

@@ -21,18 +21,25 @@ IndexSet IndexSet::from_indices(std::vector<int64_t> v) {
   return s;
 }
 
+// Written so that no sum overflows, whatever the indices (a - 1 >= -1: a is non-negative).
 void IndexSet::add_range(int64_t a, int64_t b) {
-  if (!ranges_.empty() && a <= ranges_.back().second + 1) {
+  if (!ranges_.empty() && a - 1 <= ranges_.back().second) {
     ranges_.back().second = std::max(ranges_.back().second, b);
   } else {
     ranges_.push_back({a, b});
   }
 }
 
-static bool parse_int(std::string_view s, int64_t& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && out >= 0;
+// A non-negative index: "" when it is one, else what is wrong with it.
+static std::string parse_index(std::string_view s, int64_t& out) {
+  const std::string largest = "the largest index is " + std::to_string(IndexSet::kMaxIndex);
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, out);
+  if (s.empty() || p != end || s.front() == '-') return "not an index";
+  if (ec == std::errc::result_out_of_range) return "index too large (" + largest + ")";
+  if (ec != std::errc()) return "not an index";
+  if (out > IndexSet::kMaxIndex) return "index " + std::string(s) + " too large (" + largest + ")";
+  return "";
 }
 
 std::optional<IndexSet> IndexSet::parse(std::string_view text, std::string* error,
@@ -54,17 +61,19 @@ std::optional<IndexSet> IndexSet::parse(std::string_view text, std::string* erro
     if (item.empty()) return fail(pos, "empty item in index list");
     size_t dash = item.find('-');
     int64_t a = 0, b = 0;
-    if (dash == std::string_view::npos) {
-      if (!parse_int(item, a)) {
+    const auto bad = [&](const std::string& why) {
+      if (why == "not an index")
         return fail(item_off,
                     "expected an index or a range 'first-last', found '" + std::string(item) + "'");
-      }
+      return fail(item_off, "'" + std::string(item) + "': " + why);
+    };
+    if (dash == std::string_view::npos) {
+      if (std::string why = parse_index(item, a); !why.empty()) return bad(why);
       b = a;
     } else {
-      if (!parse_int(trim(item.substr(0, dash)), a) || !parse_int(trim(item.substr(dash + 1)), b)) {
-        return fail(item_off,
-                    "expected an index or a range 'first-last', found '" + std::string(item) + "'");
-      }
+      std::string why = parse_index(trim(item.substr(0, dash)), a);
+      if (why.empty()) why = parse_index(trim(item.substr(dash + 1)), b);
+      if (!why.empty()) return bad(why);
       if (b < a) {
         return fail(item_off, "range '" + std::string(item) + "' ends before it starts");
       }
@@ -89,10 +98,11 @@ std::string IndexSet::to_string() const {
   return out;
 }
 
+// Saturates at INT64_MAX: only the set 0-INT64_MAX (built in code, never parsed) reaches it.
 int64_t IndexSet::size() const {
-  int64_t n = 0;
-  for (const auto& [a, b] : ranges_) n += b - a + 1;
-  return n;
+  uint64_t n = 0;
+  for (const auto& [a, b] : ranges_) n += static_cast<uint64_t>(b - a) + 1;
+  return n > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
 }
 
 bool IndexSet::contains(int64_t i) const {
@@ -114,7 +124,7 @@ IndexSet IndexSet::prefix(int64_t n) const {
   IndexSet s;
   for (const auto& [a, b] : ranges_) {
     if (n <= 0) break;
-    int64_t take = std::min(n, b - a + 1);
+    const int64_t take = b - a < n ? b - a + 1 : n;  // b - a + 1 <= n: no overflow
     s.ranges_.push_back({a, a + take - 1});
     n -= take;
   }

@@ -145,6 +145,30 @@ std::string shell_quote(std::string_view s) {
   return out + "'";
 }
 
+size_t utf8_error(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                       : (c >> 4) == 14         ? 3
+                       : c >= 0xf0 && c <= 0xf4 ? 4
+                                                : 0;
+    if (len == 0 || i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return i;
+    const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+    if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) ||  // overlong, surrogates
+        (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90))    // overlong, above U+10FFFF
+      return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 std::string visible_text(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -49,6 +49,11 @@ std::string plural(long long n, const std::string& singular, const std::string& 
 // control characters at all, and a terminal would obey them.
 std::string visible_text(std::string_view s);
 
+// The byte offset of the first byte in `s` that does not begin a well-formed UTF-8 sequence
+// (overlong forms, surrogates and code points above U+10FFFF are not), or npos when it is all
+// UTF-8: what JSON, YAML and every reader of our reports require.
+size_t utf8_error(std::string_view s);
+
 // visible_text() with &, <, >, " and ' escaped, for HTML and XML text and attributes.
 std::string markup_escape(std::string_view s);
 

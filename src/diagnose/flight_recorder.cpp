@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/json_util.hpp"
 #include "diagnose/frames.hpp"
 
 namespace ddpbisect {
@@ -79,7 +80,9 @@ class Unpickler {
       throw std::runtime_error("pickle stack underflow at byte " + std::to_string(pos_));
     return stack_.back();
   }
-  static std::string key(const json& k) { return k.is_string() ? k.get<std::string>() : k.dump(); }
+  static std::string key(const json& k) {
+    return k.is_string() ? k.get<std::string>() : json_text(k);
+  }
   void set_items(std::vector<json> items) {
     json& d = top();
     for (size_t i = 0; i + 1 < items.size(); i += 2) d[key(items[i])] = std::move(items[i + 1]);

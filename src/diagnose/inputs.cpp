@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/flight_recorder.hpp"
@@ -141,27 +142,30 @@ std::string rebase(const std::string& path, const std::string& recorded_dir,
 }
 }  // namespace
 
+// Every field read with checks: an outcome.json may be torn, edited or from another version; a
+// field that is missing or of another type reads as unknown.
 DiagnosisInput inputs_from_outcome(const json& o, const std::string& folder) {
   DiagnosisInput in;
-  std::string recorded_dir = o.value("dir", "");
-  for (const auto& r : o.value("ranks", json::array())) {
+  std::string recorded_dir = json_field(o, "dir", "");
+  const json& ranks = json_member(o, "ranks");
+  for (const auto& r : ranks.is_array() ? ranks : json::array()) {
     RankExit x;
-    x.rank = r.value("rank", 0);
-    x.exit_code = r["exit_code"].is_number() ? r["exit_code"].get<int>() : -1;
-    x.signal = r.value("signal_number", 0);
-    x.killed_by = r["killed_by"].is_string() ? r["killed_by"].get<std::string>() : "";
-    x.end_time = r.value("end_s", -1.0);
-    x.last_step = r.value("last_step", -1LL);
+    x.rank = json_field(r, "rank", 0);
+    x.exit_code = json_field(r, "exit_code", -1);
+    x.signal = json_field(r, "signal_number", 0);
+    x.killed_by = json_field(r, "killed_by", "");
+    x.end_time = json_field(r, "end_s", -1.0);
+    x.last_step = json_field<long long>(r, "last_step", -1);
     in.exits.push_back(x);
     for (const char* stream : {"stdout", "stderr"}) {
-      std::string path = rebase(r.value(stream, ""), recorded_dir, folder);
+      std::string path = rebase(json_field(r, stream, ""), recorded_dir, folder);
       if (!path.empty()) in.logs.push_back({x.rank, path, path + ".times"});
     }
   }
-  std::string reason = o.value("reason", "");
-  if (o.contains("hang_declared_s") && o["hang_declared_s"].is_number()) {
+  std::string reason = json_field(o, "reason", "");
+  if (const json& hang = json_member(o, "hang_declared_s"); hang.is_number()) {
     in.stop_kind = "hang";
-    in.stop_time = o["hang_declared_s"].get<double>();
+    in.stop_time = hang.get<double>();
   } else if (reason.rfind("trial timeout", 0) == 0) {
     in.stop_kind = "timeout";
   }
@@ -174,7 +178,7 @@ DiagnosisInput inputs_from_outcome(const json& o, const std::string& folder) {
         first_stop = x.end_time - 1.6;  // the request precedes the kill by the dump window
     if (first_stop >= 0) in.stop_time = first_stop;
   }
-  in.hang_threshold_s = o.value("hang_threshold_s", 0.0);
+  in.hang_threshold_s = json_field(o, "hang_threshold_s", 0.0);
   std::string dir = folder.empty() ? recorded_dir : folder;
   if (!dir.empty()) add_trial_extras(dir, in);
   return in;
@@ -197,6 +201,7 @@ std::optional<std::string> add_paths(const std::vector<std::string>& paths, Diag
         std::ifstream f(p);
         auto o = json::parse(f, nullptr, false);
         if (o.is_discarded()) return raw + ": not valid JSON";
+        if (!o.is_object()) return raw + ": not a trial outcome (expected a JSON object)";
         auto sub = inputs_from_outcome(o, p.parent_path().string());
         in.logs.insert(in.logs.end(), sub.logs.begin(), sub.logs.end());
         in.flight_recorder.insert(in.flight_recorder.end(), sub.flight_recorder.begin(),

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "diagnose/categories.hpp"
 #include "diagnose/flight_recorder.hpp"
@@ -243,7 +244,7 @@ void read_error_file(const std::string& path, std::optional<int> rank,
     if (m.contains("extraInfo") && m["extraInfo"].is_object()) {
       stack = m["extraInfo"].value("py_callstack", "");
       auto ts = m["extraInfo"].value("timestamp", nlohmann::json());
-      timestamp = ts.is_string() ? ts.get<std::string>() : ts.is_number() ? ts.dump() : "";
+      timestamp = ts.is_string() ? ts.get<std::string>() : ts.is_number() ? json_text(ts) : "";
     }
   }
   double t = -1;

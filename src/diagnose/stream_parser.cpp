@@ -74,14 +74,21 @@ bool garbled(std::string_view text) {
   return false;
 }
 
+// The trigger words, then every category's own pattern: whatever line a category rule
+// accepts passes the filter by construction (a rule whose words the list missed, such as
+// Gloo's "op.preamble.length" glued mid-line to a warning, would otherwise never fire). Each
+// pattern is a group of its own in multi-line mode, so that its flags stay in it and its ^ and $
+// hold at every line of a chunk the log reader scans whole.
 const RE2& trigger_regex() {
   static const RE2 re = [] {
     RE2::Options o;
     o.set_max_mem(32 << 20);  // room for the DFA's states: a starved cache falls back to slower
     o.set_never_capture(true);
-    return RE2(
-        R"(rror|RROR|CRITICAL|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnect|Signal|cannot run |exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|[Mm]emory|MEM|RSS|rss|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|Timeout \(|Python v|mpirank|rank \d+|Rank \d+)",
-        o);
+    std::string pattern =
+        R"(rror|RROR|CRITICAL|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnect|Signal|cannot run |exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|[Mm]emory|MEM|RSS|rss|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|Timeout \(|Python v|mpirank|rank \d+|Rank \d+)";
+    for (const Category& c : categories())
+      if (*c.pattern) pattern += std::string("|(?m:") + c.pattern + ")";
+    return RE2(pattern, o);
   }();
   return re;
 }
@@ -594,8 +601,8 @@ void StreamParser::pyspy_line(const CleanLine& l, double time, long long order) 
 void StreamParser::finish_dump() {
   const Thread* pick = nullptr;
   for (const auto& t : threads_)
-    if (t.current && !(!t.frames.empty() &&
-                       t.frames.front().file.find("ddpbisect_agent") != std::string::npos))
+    if (t.current &&
+        !(!t.frames.empty() && t.frames.front().file.find("ddpbisect_agent") != std::string::npos))
       pick = &t;
   for (const auto& t : threads_)
     if (!pick && t.name == "MainThread") pick = &t;

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/json_util.hpp"
 #include "launch/cgroup.hpp"
 #include "launch/process.hpp"
 
@@ -50,7 +51,7 @@ void write_live_record(const std::string& trial_dir, const LiveRecord& r) {
   json j = {{"token", r.token}, {"cgroups", r.cgroups},   {"launcher", r.launcher},
             {"nodes", r.nodes}, {"driver_pid", getpid()}, {"driver_start", start_time(self)}};
   const fs::path path = fs::path(trial_dir) / kFile;
-  std::ofstream(path.string() + ".tmp") << j.dump() << "\n";
+  std::ofstream(path.string() + ".tmp") << json_text(j) << "\n";
   fs::rename(path.string() + ".tmp", path);
 }
 

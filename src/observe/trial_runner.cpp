@@ -9,6 +9,7 @@
 
 #include "common/duration.hpp"
 #include "common/interrupt.hpp"
+#include "common/json_util.hpp"
 #include "common/output.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/cgroup.hpp"
@@ -50,7 +51,8 @@ TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
     fs::create_directories(fr);
     for (const auto& [k, v] : flight_recorder_env(fr)) s.place.extra_env.emplace(k, v);
   }
-  write_file_atomically(s.place.config_path, rank_config_json(spec, req.config).dump(2) + "\n");
+  write_file_atomically(s.place.config_path,
+                        json_text(rank_config_json(spec, req.config), 2) + "\n");
   s.slots = plan_ranks(spec, req.config, s.place);
   s.processes = s.launcher->wrap(s.slots);
   s.cgroup = TrialCgroup::create("ddpbisect-" + s.place.token,
@@ -145,7 +147,7 @@ TrialOutcome run_trial(const TrialRequest& req) {
   out.reason = v.reason;
   // Whole or not at all: a driver killed here leaves no half outcome.json.
   write_file_atomically((fs::path(req.dir) / "outcome.json").string(),
-                        out.to_json().dump(2) + "\n");
+                        json_text(out.to_json(), 2) + "\n");
   remove_live_record(req.dir);
   return out;
 }

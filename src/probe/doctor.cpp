@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/interrupt.hpp"
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "launch/launcher.hpp"
 #include "launch/ports.hpp"
@@ -150,7 +151,7 @@ ProbeSetup probe_setup(const Spec& spec, const std::string& out_dir) {
     for (const auto& [k, v] : spec.command->env) p.env[k] = v;
   p.env["DDPBISECT_TRIAL_TOKEN"] = p.token;
   p.env["DDPBISECT_DOCTOR_MASTER"] = p.master_addr + ":" + std::to_string(p.port);
-  p.env["DDPBISECT_DOCTOR_PATHS"] = json(spec_paths(spec)).dump();
+  p.env["DDPBISECT_DOCTOR_PATHS"] = json_text(json(spec_paths(spec)));
   p.python = workload_python(spec);
   p.cwd = spec.command ? spec.command->cwd : fs::absolute(out_dir).string();
   return p;

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/json_util.hpp"
 #include "common/redact.hpp"
 #include "common/text.hpp"
 
@@ -25,7 +26,7 @@ std::string text_of(const json& v) {
   if (v.is_null()) return "none";
   if (v.is_string()) return v.get<std::string>();
   if (v.is_array() && v.empty()) return "none";
-  return v.dump();
+  return json_text(v);
 }
 
 std::string gib(double bytes) {

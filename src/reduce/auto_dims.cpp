@@ -1,4 +1,5 @@
 #include "reduce/auto_dims.hpp"
+#include "common/json_util.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -24,10 +25,9 @@ Measured read_trial(const std::string& dir) {
   Measured m;
   std::ifstream in(fs::path(dir) / "outcome.json");
   json outcome = json::parse(in, nullptr, false);
-  if (outcome.is_discarded() || !outcome.contains("ranks")) return m;
-  for (const auto& r : outcome["ranks"]) {
-    m.last_step = std::max(m.last_step, r.value("last_step", -1LL));
-    std::ifstream log(r.value("stderr", std::string()));
+  for (const auto& r : json_field(outcome, "ranks", json::array())) {
+    m.last_step = std::max(m.last_step, json_field<long long>(r, "last_step", -1));
+    std::ifstream log(json_field(r, "stderr", ""));
     for (std::string line; std::getline(log, line);) {
       const size_t at = line.find(kDatasetTag);
       if (at == std::string::npos) continue;
@@ -40,7 +40,7 @@ Measured read_trial(const std::string& dir) {
 }
 
 std::string where(const json& d) {
-  std::string s = d.value("class", std::string("the data set"));
+  std::string s = json_field(d, "class", "the data set");
   if (d.contains("site") && d["site"].is_string()) s += " at " + d["site"].get<std::string>();
   return s;
 }
@@ -58,8 +58,8 @@ void apply_auto_dimensions(const Spec& spec, const std::string& trial_dir, Trial
   for (const auto& d : m.datasets) {
     if (d.contains("error")) {
       // out_of_range is the agent's own check of the indices: never a culprit.
-      if (c.samples_auto || d.value("error", std::string()) == "out_of_range")
-        throw WorkloadInputError("samples: auto: " + d.value("message", d.dump()) + seen);
+      if (c.samples_auto || json_field(d, "error", "") == "out_of_range")
+        throw WorkloadInputError("samples: auto: " + json_field(d, "message", json_text(d)) + seen);
       continue;
     }
     if (!d.contains("len") || !d["len"].is_number_integer()) continue;

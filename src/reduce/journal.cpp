@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_util.hpp"
 #include "common/output.hpp"
 
 namespace ddpbisect {
@@ -30,27 +31,37 @@ void Journal::load() {
   buffer << in.rdbuf();
   const std::string text = buffer.str();
   size_t start = 0, complete = 0;
+  int line = 0;
   while (start < text.size()) {
     const size_t end = text.find('\n', start);
+    ++line;
     if (end == std::string::npos) {
       ++dropped_;  // torn
       break;
     }
     auto j = nlohmann::json::parse(text.begin() + static_cast<long>(start),
                                    text.begin() + static_cast<long>(end), nullptr, false);
-    if (!j.is_discarded() && j.is_object())
+    if (!j.is_discarded() && j.is_object()) {
       loaded_.push_back(std::move(j));
-    else if (end > start)
+      lines_.push_back(line);
+    } else if (end > start) {
       ++dropped_;
+      warnings_.push_back(path_ + ":" + std::to_string(line) + ": not a JSON record; ignored");
+    }
     start = complete = end + 1;
   }
   if (complete < text.size() && truncate(path_.c_str(), static_cast<off_t>(complete)) != 0)
     throw OutputError(path_, errno);
 }
 
+void Journal::reject(size_t i, const std::string& why) {
+  ++dropped_;
+  warnings_.push_back(path_ + ":" + std::to_string(line_of(i)) + ": " + why + "; ignored");
+}
+
 void Journal::append(const nlohmann::json& entry) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string line = entry.dump() + "\n";
+  const std::string line = json_text(entry) + "\n";
   struct stat st;
   if (fstat(fd_, &st) != 0) throw OutputError(path_, errno);
   const int error = write_all_and_sync(fd_, line);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/interrupt.hpp"
+#include "common/json_util.hpp"
 #include "common/output.hpp"
 #include "reduce/reruns.hpp"
 
@@ -41,10 +42,14 @@ namespace {
 // the same text whether the trial ran or was replayed.
 constexpr size_t kJournaledText = 4000;
 
+// Attempts of one configuration a journal may record (a bound, so that counting on never
+// overflows).
+constexpr int kMaxAttempt = 1 << 20;
+
 // Debug reruns are keyed apart from the questions: they never answer one.
 std::string key_of(const TrialConfig& c, const Env& env) {
   if (env.empty()) return c.canonical();
-  return "debug " + json(env).dump() + " " + c.canonical();
+  return "debug " + json_text(json(env)) + " " + c.canonical();
 }
 
 json record_json(const TrialConfig& c, const RunRecord& r, const Env& env) {
@@ -61,15 +66,16 @@ json record_json(const TrialConfig& c, const RunRecord& r, const Env& env) {
   return j;
 }
 
+// Throws on a field of the wrong type (Oracle::load rejects such a record up front).
 RunRecord record_from_json(const json& e) {
   RunRecord r;
-  r.status = parse_trial_status(e.value("status", "")).value_or(TrialStatus::Infra);
-  if (e.contains("signature") && e["signature"].is_object())
-    r.signature = Signature::from_json(e["signature"]);
-  r.last_step = e.value("last_step", -1LL);
-  r.dir = e.value("dir", "");
-  r.text = e.value("text", "");
-  r.attempt = e.value("attempt", 0);
+  r.status = parse_trial_status(json_strict(e, "status", "")).value_or(TrialStatus::Infra);
+  if (const json& sig = json_member(e, "signature"); sig.is_object())
+    r.signature = Signature::from_json(sig);
+  r.last_step = json_strict<int64_t>(e, "last_step", -1);
+  r.dir = json_strict(e, "dir", "");
+  r.text = json_strict(e, "text", "");
+  r.attempt = json_strict<int>(e, "attempt", 0);
   r.replayed = true;
   return r;
 }
@@ -103,7 +109,7 @@ Oracle::Oracle(const Spec& spec, OracleOptions options, Journal& journal, Listen
       listener_(std::move(listener)),
       runner_(std::move(runner)),
       pool_(opt_.resources ? *opt_.resources : detect_resources(spec), opt_.jobs) {
-  load(journal_.loaded());
+  load();
   if (salt_ == 0) {
     salt_ = std::random_device{}() | (uint64_t{std::random_device{}()} << 32) | 1;
     journal_.append({{"type", "header"}, {"salt", salt_}, {"spec", spec.file}});
@@ -116,22 +122,33 @@ Oracle::~Oracle() {
 }
 
 // The journal of an earlier run: its salt, its elapsed time, and every finished trial by key and
-// attempt (journals older than the attempt field number each key's trials in order).
-void Oracle::load(const std::vector<json>& entries) {
-  for (const auto& e : entries) {
-    const std::string type = e.value("type", "");
-    if (type == "header") salt_ = e.value("salt", uint64_t{0});
-    if (type == "elapsed") replayed_elapsed_ = e.value("elapsed_s", 0.0);
-    if (type != "trial" && type != "debug") continue;
-    TrialConfig c = TrialConfig::from_json(e.value("config", json::object()));
-    Env env = type == "debug" ? e.value("env", Env{}) : Env{};
-    const std::string key = env.empty() ? e.value("key", "") : key_of(c, env);
-    auto& by_attempt = replay_[key];
-    int attempt = e.value("attempt", static_cast<int>(by_attempt.size()));
-    while (by_attempt.count(attempt)) ++attempt;  // a duplicate still counts as a finished trial
-    json entry = e;
-    entry["attempt"] = attempt;
-    by_attempt[attempt] = entry;
+// attempt (journals older than the attempt field number each key's trials in order). A record
+// that does not read back whole (a field of the wrong type, bad samples, an edit) is rejected,
+// as a torn line is: its trial runs again.
+void Oracle::load() {
+  const auto& entries = journal_.loaded();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const json& e = entries[i];
+    try {
+      const std::string type = json_strict(e, "type", "");
+      if (type == "header") salt_ = json_strict<uint64_t>(e, "salt", 0);
+      if (type == "elapsed") replayed_elapsed_ = json_strict(e, "elapsed_s", 0.0);
+      if (type != "trial" && type != "debug") continue;
+      const TrialConfig c = TrialConfig::from_json(json_member(e, "config"));
+      const Env env = type == "debug" ? json_strict(e, "env", Env{}) : Env{};
+      const std::string key = env.empty() ? json_strict(e, "key", "") : key_of(c, env);
+      const RunRecord replayed = record_from_json(e);  // what a replay reads: it must read
+      if (replayed.attempt < 0 || replayed.attempt > kMaxAttempt)
+        throw std::runtime_error("attempt: " + std::to_string(replayed.attempt) + " out of range");
+      auto& by_attempt = replay_[key];
+      int attempt = e.contains("attempt") ? replayed.attempt : static_cast<int>(by_attempt.size());
+      while (by_attempt.count(attempt)) ++attempt;  // a duplicate still counts as a finished trial
+      json entry = e;
+      entry["attempt"] = attempt;
+      by_attempt[attempt] = entry;
+    } catch (const std::exception& error) {  // json's type errors, TrialConfig's bad samples
+      journal_.reject(i, error.what());
+    }
   }
 }
 

@@ -106,7 +106,7 @@ class Oracle {
   struct Flight;  // one trial running on its own thread
   using Replay = std::map<std::string, std::map<int, nlohmann::json>>;
 
-  void load(const std::vector<nlohmann::json>& entries);
+  void load();  // the journal's records, when resuming
   std::optional<bool> verdict(const std::string& key) const;
   int counted_runs(const std::string& key) const;
   int next_attempt(const std::string& key) const;

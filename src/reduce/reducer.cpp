@@ -82,6 +82,8 @@ Reduction::Reduction(const Spec& spec, const ReductionOptions& opt)
             progress_.trial(c, r, interesting, oracle_.stats().trials);
           },
           opt.runner) {
+  // Journal lines that did not read back (an edit, a disk fault): their trials run again.
+  for (const auto& w : journal_.warnings()) progress_.note("warning: " + w);
   result_.strategy = opt.strategy;
   state_.spec = &spec;
   const OracleOptions oo = oracle_options();

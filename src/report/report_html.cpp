@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "common/json_util.hpp"
 #include "common/redact.hpp"
 #include "common/text.hpp"
 #include "report/headline.hpp"
@@ -57,7 +59,7 @@ std::string env_text(const json& v) {
     return s.empty() ? "none" : s;
   }
   if (v.is_number_float()) return format_number(v.get<double>());
-  return v.dump();
+  return json_text(v);
 }
 
 const char* kStyle = R"(
@@ -78,21 +80,20 @@ struct RankEnd {
 };
 
 RankEnd rank_end(const json& rank, const json& diag_rank) {
-  std::string killed = rank.value("killed_by", json(nullptr)).is_string()
-                           ? rank["killed_by"].get<std::string>()
-                           : "";
-  bool primary = diag_rank.is_object() && diag_rank.value("primary", false);
-  bool echo = diag_rank.is_object() && diag_rank["echo_of"].is_number();
-  std::string category = diag_rank.is_object() ? diag_rank.value("category", "") : "";
+  const std::string killed = json_field(rank, "killed_by", "");
+  const bool primary = json_field(diag_rank, "primary", false);
+  const std::optional<int> echo_of = json_get<int>(json_member(diag_rank, "echo_of"));
+  const std::string category = json_field(diag_rank, "category", "");
+  const std::optional<int> exit_code = json_get<int>(json_member(rank, "exit_code"));
   if (primary) return {"root_cause", "#d93025", "root cause: " + category};
-  if (echo)
-    return {"echo", "#f29900",
-            category + " (echo of rank " + std::to_string(diag_rank["echo_of"].get<int>()) + ")"};
+  if (echo_of)
+    return {"echo", "#f29900", category + " (echo of rank " + std::to_string(*echo_of) + ")"};
   if (!killed.empty()) return {"stopped", "#80868b", "stopped by ddpbisect (" + killed + ")"};
-  if (rank["signal"].is_string()) return {"failed", "#a142f4", rank["signal"].get<std::string>()};
-  if (rank["exit_code"].is_number() && rank["exit_code"].get<int>() != 0)
-    return {"failed", "#a142f4", "exit " + std::to_string(rank["exit_code"].get<int>())};
-  if (rank["exit_code"].is_number()) return {"passed", "#188038", "exited 0"};
+  if (const json& signal = json_member(rank, "signal"); signal.is_string())
+    return {"failed", "#a142f4", signal.get<std::string>()};
+  if (exit_code && *exit_code != 0)
+    return {"failed", "#a142f4", "exit " + std::to_string(*exit_code)};
+  if (exit_code) return {"passed", "#188038", "exited 0"};
   return {"running", "#80868b", "did not end"};
 }
 
@@ -104,17 +105,16 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
     h << "<p>(the trial's outcome.json is missing)</p>\n";
     return;
   }
-  const json& ranks = outcome["ranks"];
-  json diag_ranks = json::array();
-  if (outcome.contains("diagnosis") && outcome["diagnosis"].is_object())
-    diag_ranks = outcome["diagnosis"].value("ranks", json::array());
+  // Read with checks: a field missing or of another type draws as unknown.
+  const json ranks = json_field(outcome, "ranks", json::array());
+  const json diag_ranks = json_field(json_member(outcome, "diagnosis"), "ranks", json::array());
   auto diag_of = [&](int rank) {
     for (const auto& d : diag_ranks)
-      if (d.value("rank", -1) == rank) return d;
+      if (json_field(d, "rank", -1) == rank) return d;
     return json(nullptr);
   };
-  double span = std::max(0.001, outcome.value("duration_s", 0.0));
-  for (const auto& r : ranks) span = std::max(span, r.value("end_s", 0.0));
+  double span = std::max(0.001, json_field(outcome, "duration_s", 0.0));
+  for (const auto& r : ranks) span = std::max(span, json_field(r, "end_s", 0.0));
   const double step = nice_step(span);
   span = step * std::ceil(span / step - 1e-9);  // the axis ends on a round tick
   const int left = 70, width = 640, row = 26, top = 22;
@@ -129,8 +129,8 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
       << num(x(t)) << "\" y=\"" << height - 10 << "\" text-anchor=\"middle\">"
       << format_number(t, 3) << " s</text>\n";
   }
-  if (outcome["hang_declared_s"].is_number()) {
-    double t = outcome["hang_declared_s"].get<double>();
+  if (const json& hang = json_member(outcome, "hang_declared_s"); hang.is_number()) {
+    double t = hang.get<double>();
     h << "<line class=\"hang-declared\" x1=\"" << num(x(t)) << "\" y1=\"" << top - 10 << "\" x2=\""
       << num(x(t)) << "\" y2=\"" << height - 24
       << "\" stroke=\"#d93025\" stroke-dasharray=\"4 3\"/><text x=\"" << num(x(t) + 3) << "\" y=\""
@@ -138,22 +138,24 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
   }
   int i = 0;
   for (const auto& r : ranks) {
-    int rank = r.value("rank", i);
+    int rank = json_field(r, "rank", i);
     RankEnd end = rank_end(r, diag_of(rank));
     double y = top + row * i++;
-    double t0 = r.value("start_s", 0.0);
-    double t1 = r.value("end_s", -1.0) >= 0 ? r["end_s"].get<double>() : span;
+    double t0 = json_field(r, "start_s", 0.0);
+    double t1 = json_field(r, "end_s", -1.0) >= 0 ? json_field(r, "end_s", 0.0) : span;
     h << "<g class=\"rank-row\" data-rank=\"" << rank << "\" data-status=\"" << end.status
       << "\">\n<text x=\"4\" y=\"" << num(y + 15) << "\">rank " << rank << " (n"
-      << r.value("node", 0) << ")</text>\n";
+      << json_field(r, "node", 0) << ")</text>\n";
     h << "<rect x=\"" << num(x(t0)) << "\" y=\"" << num(y + 5) << "\" width=\""
       << num(std::max(1.0, x(t1) - x(t0)))
       << "\" height=\"14\" rx=\"3\" fill=\"#c6dafc\"><title>rank " << rank << ": " << num(t0, 3)
-      << " s to " << num(t1, 3) << " s, " << r.value("heartbeats", 0) << " steps</title></rect>\n";
-    for (const auto& t : r.value("step_times_s", json::array()))
-      h << "<line class=\"step\" x1=\"" << num(x(t.get<double>())) << "\" y1=\"" << num(y + 5)
-        << "\" x2=\"" << num(x(t.get<double>())) << "\" y2=\"" << num(y + 19)
-        << "\" stroke=\"#1a73e8\"/>\n";
+      << " s to " << num(t1, 3) << " s, " << json_field<int64_t>(r, "heartbeats", 0)
+      << " steps</title></rect>\n";
+    for (const auto& t : json_field(r, "step_times_s", json::array()))
+      if (t.is_number())
+        h << "<line class=\"step\" x1=\"" << num(x(t.get<double>())) << "\" y1=\"" << num(y + 5)
+          << "\" x2=\"" << num(x(t.get<double>())) << "\" y2=\"" << num(y + 19)
+          << "\" stroke=\"#1a73e8\"/>\n";
     h << "<circle class=\"end\" cx=\"" << num(x(t1)) << "\" cy=\"" << num(y + 12)
       << "\" r=\"6\" fill=\"" << end.colour << "\"><title>" << markup_escape(end.label)
       << "</title></circle>\n<text x=\"" << left + width + 14 << "\" y=\"" << num(y + 15)
@@ -166,15 +168,13 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
 // dimensions of the fraction kept.
 double relative_size(const json& c, const TrialConfig& o) {
   auto frac = [](double v, double full) { return full > 0 ? v / full : (v > 0 ? 1.0 : 0.0); };
-  double steps = c.contains("params") && c["params"].contains("steps")
-                     ? c["params"]["steps"].get<double>()
-                     : 0;
+  const double steps = json_field(json_member(c, "params"), "steps", 0.0);
   double o_steps = o.params.count("steps") ? static_cast<double>(o.params.at("steps")) : 0;
-  double sum = frac(c.value("world_size", 0), o.world_size()) +
-               frac(c.value("sample_count", 0), static_cast<double>(o.samples.size())) +
-               frac(static_cast<double>(c.value("components", json::array()).size()),
+  double sum = frac(json_field(c, "world_size", 0.0), o.world_size()) +
+               frac(json_field(c, "sample_count", 0.0), static_cast<double>(o.samples.size())) +
+               frac(static_cast<double>(json_field(c, "components", json::array()).size()),
                     static_cast<double>(o.components.size())) +
-               frac(static_cast<double>(c.value("features", json::array()).size()),
+               frac(static_cast<double>(json_field(c, "features", json::array()).size()),
                     static_cast<double>(o.features.size())) +
                frac(steps, o_steps);
   return 100.0 * sum / 5.0;
@@ -193,22 +193,26 @@ void reduction_trace(std::ostringstream& h, const ReportInputs& in) {
   int64_t n = 0;
   while (std::getline(journal, line)) {
     json e = json::parse(line, nullptr, false);
-    if (e.is_discarded() || e.value("type", "") != "trial") continue;
+    if (json_field(e, "type", "") != "trial") continue;  // torn, corrupt or another record
     ++n;
-    const std::string status = e.value("status", "");
+    const std::string status = json_field(e, "status", "");
     const auto typed = parse_trial_status(status);
     std::string colour = "#188038", what = "passed";
     if (typed == TrialStatus::Fail) {
-      bool target =
-          e["signature"].is_object() &&
-          same_failure(r.target, Signature::from_json(e["signature"]), in.spec->match.level);
+      std::optional<Signature> sig;
+      try {
+        if (const json& j = json_member(e, "signature"); j.is_object())
+          sig = Signature::from_json(j);
+      } catch (const std::exception&) {  // a field of another type: not the target's
+      }
+      bool target = sig && same_failure(r.target, *sig, in.spec->match.level);
       colour = target ? "#d93025" : "#f29900";
       what = target ? "the target failure" : "a different failure";
     } else if (typed != TrialStatus::Pass) {
       colour = "#80868b";
       what = status;
     }
-    dots.push_back({n, relative_size(e["config"], r.job), colour, what});
+    dots.push_back({n, relative_size(json_member(e, "config"), r.job), colour, what});
   }
   double top_size = 100;
   for (const auto& d : dots) top_size = std::max(top_size, d.size);

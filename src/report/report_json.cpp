@@ -1,4 +1,5 @@
 #include "report/report_json.hpp"
+#include "common/json_util.hpp"
 
 #include <filesystem>
 
@@ -81,7 +82,7 @@ json report_json(const ReportInputs& in) {
 
 std::string render_report_json(const ReportInputs& in) {
   // Log text is not always UTF-8: a stray byte becomes U+FFFD rather than failing the report.
-  return report_json(in).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return json_text(report_json(in), 2) + "\n";
 }
 
 }  // namespace ddpbisect

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_util.hpp"
 #include "common/redact.hpp"
 #include "common/text.hpp"
 #include "launch/isolation.hpp"
@@ -102,7 +103,7 @@ void environment(std::ostringstream& md, const json& env) {
     if (v.is_null()) return std::string("(unknown)");
     if (v.is_string()) return v.get<std::string>();
     if (v.is_array() && v.empty()) return std::string("none");
-    return v.dump();
+    return json_text(v);
   };
   md << "\n## Environment\n\n";
   const json ce = env.value("collect_env", json(nullptr));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -301,9 +302,9 @@ class Reader {
   }
 
   std::optional<std::vector<int64_t>> integers(const YAML::Node& n, const std::string& path,
-                                               int64_t min) {
+                                               int64_t min, int64_t max = INT64_MAX) {
     if (n.IsScalar()) {
-      auto v = integer(n, path, min);
+      auto v = integer(n, path, min, max);
       if (!v) return std::nullopt;
       return std::vector<int64_t>{*v};
     }
@@ -314,7 +315,7 @@ class Reader {
     std::vector<int64_t> out;
     bool ok = true;
     for (size_t i = 0; i < n.size(); ++i) {
-      auto v = integer(n[i], path + "[" + std::to_string(i) + "]", min);
+      auto v = integer(n[i], path + "[" + std::to_string(i) + "]", min, max);
       if (v)
         out.push_back(*v);
       else
@@ -327,7 +328,7 @@ class Reader {
   // Sample indices: a count (N means 0..N-1), a range string "0-36,38-511", or a list of indices.
   std::optional<IndexSet> samples(const YAML::Node& n, const std::string& path, bool count_ok) {
     if (n.IsSequence()) {
-      auto v = integers(n, path, 0);
+      auto v = integers(n, path, 0, IndexSet::kMaxIndex);
       if (!v) return std::nullopt;
       return IndexSet::from_indices(*v);
     }
@@ -338,8 +339,12 @@ class Reader {
     int64_t count = 0;
     // A plain number is a count; a quoted one ("37") is a single index.
     if (count_ok && n.Tag() != "!" && YAML::convert<int64_t>::decode(n, count)) {
-      if (count < 1) {
-        error(n, path, "expected a positive sample count, found " + std::to_string(count));
+      if (count < 1 || count > IndexSet::kMaxIndex + 1) {
+        error(n, path,
+              (count < 1
+                   ? "expected a positive sample count"
+                   : "expected at most " + std::to_string(IndexSet::kMaxIndex + 1) + " samples") +
+                  std::string(", found ") + std::to_string(count));
         return std::nullopt;
       }
       return IndexSet::first_n(count);
@@ -1047,8 +1052,23 @@ class SpecLoader {
 
 }  // namespace
 
+// A spec is UTF-8 text (as YAML is): a byte that is not becomes an error at its line and column,
+// before the YAML parser sees it (which rejects escapes that decode to no character, "\ud800"),
+// so that every string of a spec is UTF-8 and every JSON text made from it can be written.
 LoadResult load_spec_text(const std::string& text, const std::string& file) {
   LoadResult result;
+  if (const size_t at = utf8_error(text); at != std::string::npos) {
+    const size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const size_t from = line_start == std::string::npos || at == 0 ? 0 : line_start + 1;
+    const int line =
+        1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[at]));
+    result.errors.push_back({file, line, static_cast<int>(at - from) + 1, "",
+                             std::string("the spec is not UTF-8 text: byte ") + byte +
+                                 " does not begin a UTF-8 character"});
+    return result;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);

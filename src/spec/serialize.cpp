@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/json_util.hpp"
 #include "spec/launchers.hpp"
 #include "spec/passes.hpp"
 
@@ -191,7 +192,7 @@ static void emit(YAML::Emitter& out, const json& j) {
       break;
     case json::value_t::number_float:
       // The shortest text that reads back as the same double: 0.95, not 0.94999999999999996.
-      out << j.dump();
+      out << json_text(j);
       break;
     default:
       out << YAML::Null;

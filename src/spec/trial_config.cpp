@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/json_util.hpp"
 #include "common/text.hpp"
 #include "spec/loader.hpp"
 #include "spec/serialize.hpp"
@@ -37,20 +38,26 @@ json TrialConfig::to_json() const {
           {"seed", seed}};
 }
 
+// Every field checked (a journal or config.json may be torn or edited): a missing one takes its
+// default, one of another type throws std::runtime_error naming it.
 TrialConfig TrialConfig::from_json(const json& j) {
+  if (!j.is_object()) throw std::runtime_error("trial: expected an object");
   TrialConfig t;
-  t.stage = j.value("stage", "");
-  t.nodes = j.value("nodes", int64_t{1});
-  t.procs_per_node = j.value("procs_per_node", int64_t{1});
-  t.device = j.value("device", "cpu");
+  t.stage = json_strict(j, "stage", "");
+  t.nodes = json_strict<int64_t>(j, "nodes", 1);
+  t.procs_per_node = json_strict<int64_t>(j, "procs_per_node", 1);
+  t.device = json_strict(j, "device", "cpu");
   std::string err;
-  auto s = IndexSet::parse(j.value("samples", ""), &err);
+  auto s = IndexSet::parse(json_strict(j, "samples", ""), &err);
   if (!s) throw std::runtime_error("trial.samples: " + err);
   t.samples = *s;
-  t.components = j.value("components", std::vector<std::string>{});
-  t.features = j.value("features", std::vector<std::string>{});
-  t.params = j.value("params", std::map<std::string, int64_t>{});
-  t.seed = j.value("seed", uint64_t{0});
+  t.components = json_strict(j, "components", std::vector<std::string>{});
+  t.features = json_strict(j, "features", std::vector<std::string>{});
+  const json& params = json_member(j, "params");
+  if (!params.is_null() && !params.is_object())
+    throw std::runtime_error("params: expected an object");
+  for (const auto& [k, v] : params.items()) t.params[k] = json_strict<int64_t>(params, k, 0);
+  t.seed = json_strict<uint64_t>(j, "seed", 0);
   return t;
 }
 
@@ -176,8 +183,7 @@ RankConfigRead read_rank_config(const std::string& text, const std::string& file
     return out;
   }
   // JSON is YAML: the normalized spec goes through the same validating loader as any spec.
-  LoadResult r =
-      load_spec_text(j["spec"].dump(-1, ' ', false, json::error_handler_t::replace), file);
+  LoadResult r = load_spec_text(json_text(j["spec"]), file);
   for (const auto& e : r.errors) out.errors.push_back(e.to_string());
   if (!r.spec) return out;
   if (!j["trial"].is_object()) {

@@ -43,3 +43,32 @@ TEST(IndexSet, PrefixAndIndices) {
   EXPECT_EQ(IndexSet::first_n(3).to_string(), "0-2");
   EXPECT_TRUE(IndexSet::parse("")->empty());
 }
+
+// Issue #19 (fuzz): "0-9223372036854775807" overflowed size(). Indices are bounded with a clear
+// message, and the arithmetic holds at the ends of int64 whatever the set.
+TEST(IndexSet, IndicesAboveTheBoundAreAnErrorNotAnOverflow) {
+  std::string err;
+  size_t off = 99;
+  EXPECT_FALSE(IndexSet::parse("3, 0-9223372036854775807", &err, &off));
+  EXPECT_EQ(off, 3u);
+  EXPECT_NE(err.find("too large"), std::string::npos) << err;
+  EXPECT_NE(err.find(std::to_string(IndexSet::kMaxIndex)), std::string::npos) << err;
+  EXPECT_FALSE(IndexSet::parse("99999999999999999999999", &err, &off));
+  EXPECT_NE(err.find("too large"), std::string::npos) << err;
+  EXPECT_FALSE(IndexSet::parse("-4", &err, &off));
+  EXPECT_NE(err.find("expected an index"), std::string::npos) << err;
+  auto top = IndexSet::parse("0-" + std::to_string(IndexSet::kMaxIndex));
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->size(), IndexSet::kMaxIndex + 1);
+}
+
+TEST(IndexSet, SizesAndPrefixesHoldAtTheEndsOfInt64) {
+  const IndexSet all = IndexSet::first_n(INT64_MAX);  // 0..INT64_MAX-1
+  EXPECT_EQ(all.size(), INT64_MAX);
+  EXPECT_EQ(all.prefix(INT64_MAX).size(), INT64_MAX);
+  EXPECT_EQ(all.prefix(3).to_string(), "0-2");
+  const IndexSet ends = IndexSet::from_indices({INT64_MAX, 0, INT64_MAX - 1});
+  EXPECT_EQ(ends.size(), 3);
+  EXPECT_EQ(ends.prefix(2).to_string(), "0," + std::to_string(INT64_MAX - 1));
+  EXPECT_TRUE(ends.contains(INT64_MAX));
+}

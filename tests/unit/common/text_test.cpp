@@ -76,3 +76,13 @@ TEST(Text, VisibleTextLeavesNoC1ControlOrXmlNonCharacter) {
   EXPECT_EQ(visible_text("\xef\xbf\xbe"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(visible_text("\xc2\xa0\xef\xbf\xbd"), "\xc2\xa0\xef\xbf\xbd");  // NBSP, U+FFFD stay
 }
+
+TEST(Text, Utf8ErrorFindsTheFirstByteThatBeginsNoCharacter) {
+  EXPECT_EQ(utf8_error("plain, caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x98\x80"), std::string::npos);
+  EXPECT_EQ(utf8_error("ab\xdf"), 2u);                       // cut short
+  EXPECT_EQ(utf8_error("a\xc0\xafz"), 1u);                   // overlong '/'
+  EXPECT_EQ(utf8_error("ok\xed\xa0\x80"), 2u);               // a surrogate (U+D800)
+  EXPECT_EQ(utf8_error("\xf4\x90\x80\x80"), 0u);             // above U+10FFFF
+  EXPECT_EQ(utf8_error("x\x80"), 1u);                        // a continuation byte alone
+  EXPECT_EQ(utf8_error("\xef\xbf\xbe"), std::string::npos);  // U+FFFE is UTF-8 (not XML)
+}

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/text.hpp"
+#include "diagnose/categories.hpp"
 #include "diagnose/frames.hpp"
 
 using namespace ddpbisect;
@@ -196,4 +197,17 @@ TEST(StreamParser, ExceptionLinesAndGarbledLines) {
   EXPECT_FALSE(parse_exception_line("INFO: starting", type, message));
   EXPECT_TRUE(garbled("memory allocation of memory allocation of 20971522097152 bytes failed"));
   EXPECT_FALSE(garbled("memory allocation of 2097152 bytes failed"));
+}
+
+// Issue #19 (fuzz): Gloo's enforce glued mid-line to a [rankN] warning matched a category rule
+// but not the quick filter, so the log reader skipped it. The filter holds every rule.
+TEST(StreamParser, TheQuickFilterPassesEveryLineACategoryRuleAccepts) {
+  const std::string glued =
+      "[rank2]:[W815 21:03:34.302177004 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process "
+      "group has NOT been destroyed before we destruct ProcessGroupNCCL. member of[enforce fail "
+      "at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 8 "
+      "vs 4";
+  ASSERT_EQ(classify_line(glued), "collective_mismatch");
+  EXPECT_TRUE(could_matter(glued));
+  EXPECT_FALSE(could_matter("step 3 ok, loss 0.25"));
 }

@@ -92,3 +92,17 @@ TEST(OutputFile, ReplacesAFileWholeOrNamesWhyNot) {
     EXPECT_NE(std::string(e.what()).find("no/such/folder/x"), std::string::npos);
   }
 }
+
+TEST(Journal, ARejectedRecordIsDroppedWithAWarningNamingItsLine) {
+  ScratchDir dir;
+  std::ofstream(dir.journal()) << "{\"type\":\"header\",\"salt\":3}\ngarbage\n"
+                               << "{\"type\":\"trial\",\"key\":\"k\"}\n";
+  Journal j(dir.journal(), true);
+  ASSERT_EQ(j.loaded().size(), 2u);
+  EXPECT_EQ(j.line_of(1), 3);
+  j.reject(1, "trial.samples: bad");
+  EXPECT_EQ(j.dropped(), 2);
+  ASSERT_EQ(j.warnings().size(), 2u);
+  EXPECT_EQ(j.warnings()[0], dir.journal() + ":2: not a JSON record; ignored");
+  EXPECT_EQ(j.warnings()[1], dir.journal() + ":3: trial.samples: bad; ignored");
+}

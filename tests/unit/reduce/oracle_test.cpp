@@ -233,3 +233,46 @@ TEST_F(OracleTest, AFlakyQuestionRunsItsRepeatsSideBySide) {
   EXPECT_EQ(world.runs_of(with_samples({9})), 5);
   EXPECT_EQ(world.peak.load(), 3);
 }
+
+// Issue #19 (fuzz): a journal record with bad samples ('3k') threw out of the Oracle. A record
+// that does not read back whole is dropped like a torn one, with a warning: its trial runs again.
+TEST_F(OracleTest, MalformedJournalRecordsAreIgnoredWithAWarningAndRunAgain) {
+  world.fails = [](const TrialConfig& c, int) { return has_37(c); };
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, options(), journal, nullptr, world.runner());
+    oracle.set_target(target_signature(), 1.0);
+    oracle.interesting(with_samples({37}));
+    oracle.interesting(with_samples({1}));
+    oracle.interesting(with_samples({2}));
+  }
+  std::vector<nlohmann::json> records;
+  {
+    std::ifstream in(dir.journal());
+    for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(records.size(), 4u);  // the header, three trials
+  records[1]["config"]["samples"] = "3k";
+  records[2]["last_step"] = "twelve";
+  records[3]["config"]["params"] = {{"steps", 1e300}};  // no integer: never converted
+  {
+    std::ofstream out(dir.journal(), std::ios::trunc);
+    for (const auto& r : records) out << r.dump() << "\n";
+  }
+  Synthetic fresh;
+  fresh.fails = world.fails;
+  Journal journal(dir.journal(), true);
+  Oracle oracle(spec, options(), journal, nullptr, fresh.runner());
+  ASSERT_EQ(journal.warnings().size(), 3u);
+  EXPECT_NE(journal.warnings()[0].find("journal.jsonl:2: trial.samples: "), std::string::npos)
+      << journal.warnings()[0];
+  EXPECT_NE(journal.warnings()[1].find("journal.jsonl:3: last_step: "), std::string::npos)
+      << journal.warnings()[1];
+  EXPECT_NE(journal.warnings()[2].find("journal.jsonl:4: steps: "), std::string::npos)
+      << journal.warnings()[2];
+  oracle.set_target(target_signature(), 1.0);
+  EXPECT_TRUE(oracle.interesting(with_samples({37})));
+  EXPECT_FALSE(oracle.interesting(with_samples({1})));
+  EXPECT_EQ(fresh.trials.load(), 2);  // neither was replayed
+  EXPECT_EQ(oracle.stats().replayed, 0);
+}

@@ -209,3 +209,37 @@ stages:
   EXPECT_EQ(again.spec->command->argv, r.spec->command->argv);
   EXPECT_EQ(again.spec->name, "`backtick` @at %pct");
 }
+
+// Issue #19 (fuzz): a spec value with bytes that are not UTF-8 loaded, and every JSON text made
+// from the spec then threw. A spec is UTF-8 text; anything else is an error at its place.
+TEST(Loader, BytesThatAreNotUtf8AreAnErrorAtTheirLineAndColumn) {
+  std::string text = kBuiltin;
+  text.replace(text.find("name: t"), 7, "name: t\xdf\xff");
+  auto r = load_spec_text(text, "/tmp/t.yaml");
+  ASSERT_FALSE(r.spec);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 2);
+  EXPECT_EQ(r.errors[0].column, 8);
+  EXPECT_NE(r.errors[0].message.find("not UTF-8"), std::string::npos) << r.errors[0].message;
+  EXPECT_NE(r.errors[0].message.find("0xDF"), std::string::npos) << r.errors[0].message;
+}
+
+// yaml-cpp rejects an escape that decodes to no character: the only other way a string that is
+// not UTF-8 could enter a spec.
+TEST(Loader, AnEscapeThatDecodesToNoCharacterIsAnErrorAtItsValue) {
+  std::string text = kBuiltin;
+  text.replace(text.find("message: boom"), 13, "message: \"bo\\ud800om\"");
+  auto r = load_spec_text(text, "/tmp/t.yaml");
+  ASSERT_FALSE(r.spec);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 13) << r.errors[0].to_string();
+}
+
+TEST(Loader, SampleIndicesAreBounded) {
+  std::string text = kBuiltin;
+  text.replace(text.find("samples: \"37,40-41\""), 19, "samples: [37, 9223372036854775807]");
+  auto r = load_spec_text(text, "/tmp/t.yaml");
+  ASSERT_FALSE(r.spec);
+  EXPECT_NE(r.errors[0].message.find(std::to_string(IndexSet::kMaxIndex)), std::string::npos)
+      << r.errors[0].to_string();
+}
