@@ -80,6 +80,11 @@ RunRecord record_from_json(const json& e) {
   return r;
 }
 
+// `j` as it reads back from the journal.
+json as_journaled(const json& j) {
+  return json::parse(json_text(j));
+}
+
 RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
   RunRecord r;
   r.status = o.status;
@@ -91,10 +96,13 @@ RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
   for (const auto& rk : o.ranks)
     if (root < 0 || rk.rank == root) r.last_step = std::max(r.last_step, rk.last_step);
   if (const Signature* failure = o.failure()) {
-    r.signature = *failure;
+    // As a replay sees them (the target of a resumed reduction is a replayed signature, and
+    // match.regex reads the text): bytes that are not UTF-8 replaced as the journal writes them.
+    r.signature = Signature::from_json(as_journaled(failure->to_json()));
     r.text = o.diagnosis->root.message;
     for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
-    r.text.resize(std::min<size_t>(r.text.size(), kJournaledText));  // as a replay sees it
+    r.text.resize(std::min<size_t>(r.text.size(), kJournaledText));
+    r.text = as_journaled(json(r.text)).get<std::string>();
   }
   return r;
 }

@@ -90,6 +90,37 @@ TEST_F(OracleTest, ResumeReplaysFinishedTrialsWithoutRunningThem) {
   EXPECT_EQ(fresh.trials.load(), 1);
 }
 
+TEST_F(OracleTest, AFreshRunsTextIsTheTextItsReplayWillRead) {
+  // match.regex must see the same text either way: a rank's bytes that are not UTF-8 are
+  // replaced in the journal, so they are replaced in a fresh record too.
+  world.fails = [](const TrialConfig& c, int) { return has_37(c); };
+  world.signature.exception = std::string("Bad\xff\xfe") + "Error";
+  std::string fresh_text;
+  Signature target;
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, options(), journal, nullptr, world.runner());
+    const RunRecord first = oracle.run(with_samples({37}));  // as escalation finds the target
+    ASSERT_TRUE(first.signature.has_value());
+    target = *first.signature;
+    oracle.set_target(target, 1.0);
+    ASSERT_TRUE(oracle.interesting(with_samples({37, 38})));
+    fresh_text = oracle.matching_run(with_samples({37, 38}))->text;
+  }
+  EXPECT_EQ(fresh_text.find('\xff'), std::string::npos);
+  Journal journal(dir.journal(), true);
+  Oracle oracle(spec, options(), journal, nullptr, world.runner());
+  const RunRecord replayed = oracle.run(with_samples({37}));
+  ASSERT_TRUE(replayed.signature.has_value());
+  EXPECT_EQ(replayed.signature->to_string(), target.to_string());
+  oracle.set_target(*replayed.signature, 1.0);
+  ASSERT_TRUE(oracle.interesting(with_samples({37, 38})));
+  EXPECT_EQ(oracle.matching_run(with_samples({37, 38}))->text, fresh_text);
+  EXPECT_EQ(oracle.stats().replayed, 2);
+  EXPECT_TRUE(
+      oracle.interesting(with_samples({37, 39})));  // a fresh run matches the replayed target
+}
+
 TEST_F(OracleTest, ABudgetStopsTrialsAndSaysSo) {
   world.fails = [](const TrialConfig&, int) { return false; };
   OracleOptions o = options();
