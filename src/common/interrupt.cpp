@@ -34,4 +34,8 @@ void throw_if_interrupted() {
   if (int sig = interrupt_signal()) throw Interrupted(sig);
 }
 
+void clear_interrupt() {
+  g_interrupt.store(0);
+}
+
 }  // namespace ddpbisect

@@ -28,5 +28,8 @@ void install_interrupt_handlers();
 int interrupt_signal();
 // Throws Interrupted when a signal asked the driver to stop.
 void throw_if_interrupted();
+// Forgets the signal recorded: for tests that send one, so that the tests after them in the same
+// process start clean (the driver itself never forgets one).
+void clear_interrupt();
 
 }  // namespace ddpbisect

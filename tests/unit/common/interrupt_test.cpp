@@ -25,4 +25,6 @@ TEST(InterruptHandlers, ASignalOnlySetsTheFlag) {
   } catch (const Interrupted& e) {
     EXPECT_EQ(e.signal(), SIGTERM);
   }
+  clear_interrupt();
+  EXPECT_EQ(interrupt_signal(), 0);
 }
