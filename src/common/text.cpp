@@ -145,26 +145,35 @@ std::string shell_quote(std::string_view s) {
   return out + "'";
 }
 
+namespace {
+// The length of the well-formed UTF-8 sequence at s[i] (a byte >= 0x80), or 0 when there is none:
+// no overlong form, no surrogate, nothing above U+10FFFF.
+size_t utf8_length_at(std::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                     : (c >> 4) == 14         ? 3
+                     : c >= 0xf0 && c <= 0xf4 ? 4
+                                              : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) ||  // overlong, surrogates
+      (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90))    // overlong, above U+10FFFF
+    return 0;
+  return len;
+}
+}  // namespace
+
 size_t utf8_error(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
-      continue;
-    }
-    const size_t len = c >= 0xc2 && c <= 0xdf   ? 2
-                       : (c >> 4) == 14         ? 3
-                       : c >= 0xf0 && c <= 0xf4 ? 4
-                                                : 0;
-    if (len == 0 || i + len > s.size()) return i;
-    for (size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return i;
-    const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-    if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) ||  // overlong, surrogates
-        (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90))    // overlong, above U+10FFFF
+    } else if (const size_t len = utf8_length_at(s, i)) {
+      i += len;
+    } else {
       return i;
-    i += len;
+    }
   }
   return std::string_view::npos;
 }
@@ -188,21 +197,14 @@ std::string visible_text(std::string_view s) {
       continue;
     }
     // A well-formed UTF-8 sequence passes; any other byte becomes U+FFFD.
-    size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k)
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    const size_t len = utf8_length_at(s, i);
+    bool ok = len > 0;
     const unsigned char c1 = ok ? static_cast<unsigned char>(s[i + 1]) : 0;
-    // No overlong forms; no C1 control (U+0080-U+009F: CSI acts like ESC [ on many terminals).
-    if (ok && len == 2) ok = c >= 0xc2 && !(c == 0xc2 && c1 <= 0x9f);
-    if (ok && len == 3) {
-      const unsigned char c2 = static_cast<unsigned char>(s[i + 2]);
-      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0) &&  // overlong, surrogates
-           !(c == 0xef && c1 == 0xbf && c2 >= 0xbe);  // U+FFFE, U+FFFF: not XML characters
-    }
-    if (ok && len == 4) {
-      ok = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
-    }
+    // No C1 control (U+0080-U+009F: CSI acts like ESC [ on many terminals).
+    if (ok && len == 2) ok = !(c == 0xc2 && c1 <= 0x9f);
+    // No U+FFFE, U+FFFF: not XML characters.
+    if (ok && len == 3)
+      ok = !(c == 0xef && c1 == 0xbf && static_cast<unsigned char>(s[i + 2]) >= 0xbe);
     if (ok) {
       out.append(s, i, len);
       i += len;
