@@ -1058,8 +1058,7 @@ class SpecLoader {
 LoadResult load_spec_text(const std::string& text, const std::string& file) {
   LoadResult result;
   if (const size_t at = utf8_error(text); at != std::string::npos) {
-    const size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
-    const size_t from = line_start == std::string::npos || at == 0 ? 0 : line_start + 1;
+    const size_t from = at == 0 ? 0 : text.rfind('\n', at - 1) + 1;  // npos + 1: the first line
     const int line =
         1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
     char byte[8];

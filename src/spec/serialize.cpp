@@ -37,7 +37,6 @@ static json requires_json(const FaultRequires& q) {
 
 // The built-in workload's part of the normalized spec.
 static json builtin_json(const BuiltinWorkload& b) {
-  json w;
   json d = {{"kind", b.dataset.kind},           {"task", b.dataset.task},
             {"seed", b.dataset.seed},           {"features", b.dataset.features},
             {"drop_last", b.dataset.drop_last}, {"pad", b.dataset.pad}};
@@ -58,11 +57,11 @@ static json builtin_json(const BuiltinWorkload& b) {
     if (!rq.empty()) fj["requires"] = rq;
     faults.push_back(fj);
   }
-  w = {{"model", b.model},
-       {"dataset", d},
-       {"features", b.features},
-       {"params", b.params},
-       {"faults", faults}};
+  json w = {{"model", b.model},
+            {"dataset", d},
+            {"features", b.features},
+            {"params", b.params},
+            {"faults", faults}};
   w["collective_timeout"] = format_duration(b.collective_timeout);
   w["lr"] = b.lr;
   if (b.samples) w["samples"] = samples_json(*b.samples);
