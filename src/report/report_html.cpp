@@ -142,7 +142,8 @@ void timeline(std::ostringstream& h, const std::string& id, const std::string& t
     RankEnd end = rank_end(r, diag_of(rank));
     double y = top + row * i++;
     double t0 = json_field(r, "start_s", 0.0);
-    double t1 = json_field(r, "end_s", -1.0) >= 0 ? json_field(r, "end_s", 0.0) : span;
+    const double end_s = json_field(r, "end_s", -1.0);
+    double t1 = end_s >= 0 ? end_s : span;
     h << "<g class=\"rank-row\" data-rank=\"" << rank << "\" data-status=\"" << end.status
       << "\">\n<text x=\"4\" y=\"" << num(y + 15) << "\">rank " << rank << " (n"
       << json_field(r, "node", 0) << ")</text>\n";
