@@ -37,6 +37,14 @@ class Launcher {
     (void)nodes;
     return "";
   }
+  // Warm starts (`workload.preload`, launch/warm_server.hpp): the fork server's socket name for
+  // this spec's ranks, the server started on first use (its output to `log`); "" when ranks
+  // start cold (a launcher whose ranks run elsewhere, or no preload).
+  virtual std::string warm_socket(const Spec& spec, const std::string& log) const {
+    (void)spec;
+    (void)log;
+    return "";
+  }
   // Sends `sig` to the ranks on these nodes when the local processes are only their clients
   // (ssh, srun), so that stack requests reach them; false when local signals already do.
   virtual bool signal_remote(const std::string& token, const std::vector<int>& nodes,

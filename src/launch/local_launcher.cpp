@@ -1,6 +1,11 @@
 // The local launcher: every rank is a child process on this machine. "Nodes" are groups of ranks
 // with their own NODE_RANK and log folders, so multi-node behaviour can be exercised locally.
+#include <iostream>
+#include <mutex>
+
 #include "launch/launcher.hpp"
+#include "launch/rank_plan.hpp"
+#include "launch/warm_server.hpp"
 
 namespace ddpbisect {
 
@@ -15,9 +20,28 @@ class LocalLauncher : public Launcher {
     for (const auto& r : ranks) out.push_back(r.process);
     return out;
   }
+  std::string warm_socket(const Spec& spec, const std::string& log) const override {
+    if (!spec.command || spec.command->preload.empty()) return "";
+    std::lock_guard<std::mutex> lock(warm_mutex_);
+    if (!warm_ && !warm_tried_) {
+      warm_tried_ = true;
+      ProcessSpec server = warm_server_process(spec);
+      std::string why;
+      if (!warm_startable(server.argv))
+        why = "the command is not `python SCRIPT` or `python -m MODULE`";
+      else
+        warm_ = WarmServer::start(server, spec.command->preload, log, why);
+      if (!warm_)
+        std::cerr << "ddpbisect: warning: workload.preload: ranks start cold: " << why << "\n";
+    }
+    return warm_ ? warm_->socket() : "";
+  }
 
  private:
   std::string addr_;
+  mutable std::mutex warm_mutex_;
+  mutable std::unique_ptr<WarmServer> warm_;
+  mutable bool warm_tried_ = false;
 };
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include "launch/isolation.hpp"
 #include "launch/process.hpp"
 #include "launch/torchrun.hpp"
+#include "launch/warm_server.hpp"
 #include "spec/placeholders.hpp"
 
 namespace ddpbisect {
@@ -99,6 +100,21 @@ std::vector<RankSlot> plan_agents(const Spec& spec, const TorchrunCommand& cmd,
 
 }  // namespace
 
+ProcessSpec warm_server_process(const Spec& spec) {
+  const TrialConfig config;
+  const auto values = placeholder_values(config);
+  auto env = trial_env(spec, config, TrialPlace{}, values);
+  for (auto it = env.begin(); it != env.end();) {
+    const bool keep = it->first == "DDPBISECT_AGENT" || it->first == "DDPBISECT_STACK_SIGNAL" ||
+                      it->first == "DDPBISECT_WORKER";
+    it = starts_with(it->first, "DDPBISECT_") && !keep ? env.erase(it) : ++it;
+  }
+  std::vector<std::string> argv;
+  if (spec.command)
+    for (const auto& a : spec.command->argv) argv.push_back(substitute_placeholders(a, values));
+  return {argv, env, spec.command ? spec.command->cwd : ""};
+}
+
 std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
                                  const TrialPlace& place) {
   const auto values = placeholder_values(config);
@@ -114,6 +130,8 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
   if (spec.command) {
     if (auto torchrun = parse_torchrun(argv))
       return plan_agents(spec, *torchrun, config, place, base, cwd);
+    if (!place.warm_socket.empty() && warm_startable(argv))
+      argv = warm_argv(place.warm_socket, argv);
     argv = isolate_argv(spec, place.dir, argv);  // the trial's own view of cwd and state
   }
 

@@ -19,10 +19,16 @@ struct TrialPlace {
   int master_port = 0;
   std::string token;                             // DDPBISECT_TRIAL_TOKEN
   std::map<std::string, std::string> extra_env;  // e.g. TORCH_DISTRIBUTED_DEBUG for a rerun
+  std::string warm_socket;  // the fork server ranks start from (launch/warm_server.hpp), or ""
 };
 
 std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
                                  const TrialPlace& place);
+
+// The warm-start server's process (launch/warm_server.hpp): the command's Python, the
+// environment every trial's ranks share (no trial's or rank's identity), the command's cwd; its
+// argv is the command's (WarmServer::start replaces all but argv[0]).
+ProcessSpec warm_server_process(const Spec& spec);
 
 // The values of {samples}, {components}, {features} and {NAME} for a trial.
 std::map<std::string, std::string> placeholder_values(const TrialConfig& config);

@@ -28,6 +28,13 @@ namespace ddpbisect {
 
 namespace {
 
+// OUT/warm-server.log for a reduction's trials (OUT/trials/NNNN), else beside the trial.
+std::string warm_log_path(const std::string& trial_dir) {
+  const fs::path parent = fs::path(trial_dir).parent_path();
+  if (parent.filename() == "trials") return (parent.parent_path() / "warm-server.log").string();
+  return (fs::path(trial_dir) / "warm-server.log").string();
+}
+
 TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
   const Spec& spec = *req.spec;
   TrialSetup s;
@@ -53,6 +60,7 @@ TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
   }
   write_file_atomically(s.place.config_path,
                         json_text(rank_config_json(spec, req.config), 2) + "\n");
+  s.place.warm_socket = s.launcher->warm_socket(spec, warm_log_path(s.place.dir));
   s.slots = plan_ranks(spec, req.config, s.place);
   s.processes = s.launcher->wrap(s.slots);
   s.cgroup = TrialCgroup::create("ddpbisect-" + s.place.token,

@@ -10,6 +10,7 @@
 
 #include "launch/process.hpp"
 #include "launch/torchrun.hpp"
+#include "launch/warm_server.hpp"
 #include "observe/stacks.hpp"
 
 namespace fs = std::filesystem;
@@ -86,9 +87,10 @@ struct TrialWatch::Rank {
   RankRecord rec;
   std::unique_ptr<StreamCapture> out, err;
   size_t process = 0;
-  bool ended = false;  // a torchrun rank the agent reported as ended
-  pid_t pid = -1;      // the rank's own process (a torchrun agent's worker once found)
-  int real_rank = -1;  // the global rank the rendezvous gave it (torchrun), -1 unknown
+  bool ended = false;       // a torchrun rank the agent reported as ended
+  pid_t pid = -1;           // the rank's own process (a torchrun agent's worker once found)
+  bool warm_found = false;  // a warm start's forked rank replaced its stub in `pid`
+  int real_rank = -1;       // the global rank the rendezvous gave it (torchrun), -1 unknown
   double stack_requested_at = -1;
 };
 
@@ -304,6 +306,20 @@ void TrialWatch::find_workers(const RankSet& set) {
   }
 }
 
+// A warm-started rank (launch/warm_server.hpp) is forked by the fork server, not by its stub: its
+// CPU time and its stacks are the forked process's, once the stub names it.
+void TrialWatch::find_warm_ranks(const RankSet& set) {
+  if (setup_.place.warm_socket.empty()) return;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = *ranks_[i];
+    if (r.warm_found || procs_[r.process]->agent || !set.running(r.process)) continue;
+    if (pid_t forked = warm_rank_pid(set.pid(r.process)); forked > 0) {
+      r.pid = forked;
+      r.warm_found = true;
+    }
+  }
+}
+
 bool TrialWatch::running(const RankSet& set, size_t i) const {
   return set.running(ranks_[i]->process) && !ranks_[i]->ended;
 }
@@ -314,6 +330,7 @@ void TrialWatch::sample(const RankSet& set) {
   const double now = t();
   if (now < next_sample_) return;
   find_workers(set);
+  find_warm_ranks(set);
   // A torchrun rank not started yet: its agent's work (imports, rendezvous) is its progress.
   for (size_t i = 0; i < ranks_.size(); ++i)
     if (running(set, i)) {

@@ -60,6 +60,7 @@ class TrialWatch {
   void end_rank(size_t rank, int exit_code, int signal, double t);
   void sample(const RankSet& set);
   void find_workers(const RankSet& set);
+  void find_warm_ranks(const RankSet& set);
   bool resource_exceeded(double now) const;
   bool running(const RankSet& set, size_t rank) const;
   using StackAsks = std::vector<std::pair<pid_t, int>>;  // a rank's processes and signals

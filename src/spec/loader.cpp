@@ -458,11 +458,43 @@ class SpecLoader {
     return (path.is_absolute() ? path : base_dir_ / path).lexically_normal().string();
   }
 
+  // `workload.preload: [torch, ...]`: Python modules a fork server imports once (warm starts).
+  void load_preload(const YAML::Node& k, CommandWorkload& c) {
+    // auto: what a DDP training script imports, and what DDP's constructor imports on first use
+    // (torch._dynamo: ~0.9 s with PyTorch 2.x); a module this torch lacks is skipped.
+    const bool automatic = k.IsScalar() && k.Scalar() == "auto";
+    auto v = automatic ? std::optional<std::vector<std::string>>(
+                             {"torch", "torch.distributed", "torch.nn.parallel", "torch.optim",
+                              "torch.utils.data", "torch._dynamo"})
+                       : r_.names(k, "workload.preload");
+    if (!v) return;
+    for (size_t i = 0; i < v->size(); ++i) {
+      const std::string& m = (*v)[i];
+      bool ok =
+          !m.empty() && m.front() != '.' && m.back() != '.' && m.find("..") == std::string::npos;
+      for (char ch : m)
+        ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.');
+      if (!ok) {
+        r_.error(
+            k[i], "workload.preload[" + std::to_string(i) + "]",
+            "expected a Python module name such as torch or torch.distributed, found '" + m + "'");
+        return;
+      }
+    }
+    if (!c.agent && !v->empty()) {
+      r_.error(k, "workload.preload",
+               "preload needs the agent (workload.agent is false): the forked ranks are set up "
+               "by it");
+      return;
+    }
+    c.preload = *v;
+  }
+
   void load_workload(const YAML::Node& n, Spec& spec) {
     if (!r_.expect_map(n, "workload")) return;
     r_.check_keys(n, "workload",
                   {"builtin", "command", "cwd", "env", "samples", "components", "features",
-                   "params", "agent", "state", "steps"});
+                   "params", "agent", "state", "steps", "preload"});
     bool has_builtin = static_cast<bool>(n["builtin"]);
     bool has_command = static_cast<bool>(n["command"]);
     if (has_builtin && has_command) {
@@ -477,7 +509,7 @@ class SpecLoader {
     }
     if (has_builtin) {
       for (const char* k : {"cwd", "env", "samples", "components", "features", "params", "agent",
-                            "state", "steps"}) {
+                            "state", "steps", "preload"}) {
         if (n[k])
           r_.error(n[k], std::string("workload.") + k,
                    std::string("belongs to command workloads; for builtin, put it under "
@@ -727,6 +759,7 @@ class SpecLoader {
     if (auto k = n["state"])
       if (auto v = r_.names(k, "workload.state"))
         for (const auto& s : *v) c.state.push_back(resolve(s));
+    if (auto k = n["preload"]) load_preload(k, c);
     if (auto k = n["components"])
       if (auto v = r_.names(k, "workload.components")) c.components = *v;
     if (auto k = n["features"])

@@ -81,6 +81,7 @@ static json command_json(const CommandWorkload& c) {
   if (c.steps_auto) w["steps"] = "auto";
   w["agent"] = c.agent;
   if (!c.state.empty()) w["state"] = c.state;
+  if (!c.preload.empty()) w["preload"] = c.preload;
   w["components"] = c.components;
   w["features"] = c.features;
   w["params"] = c.params;

@@ -85,6 +85,9 @@ struct CommandWorkload {
   bool steps_auto = false;
   // Paths outside the cwd that a trial may change (`workload.state`): isolated like the cwd.
   std::vector<std::string> state;
+  // Warm starts (`workload.preload`): Python modules a fork server imports once; each rank of a
+  // `python SCRIPT` / `python -m MODULE` command is then forked from it (launch/warm_server.hpp).
+  std::vector<std::string> preload;
 };
 
 struct Stage {

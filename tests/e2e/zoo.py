@@ -4,7 +4,10 @@ at the planted minimum declared in the spec's `# expect:` line.
 expect keys: nodes, procs_per_node, samples (indices), sample_count (any that many), components / features (comma lists, or a
 bare number for "this many, any of them"), steps, batch_size, rate (lo-hi, the confirmed
 reproduction rate), category and exception (the reported signature), debug_rerun (a variable the debug rerun set),
-report_has (text report.md must contain), any other key: a param. usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S]"""
+report_has (text report.md must contain), any other key: a param.
+--preload MODS: each spec reduced with `workload.preload: [MODS]` (or `auto`) (warm starts), from a copy
+whose cwd is the spec's folder; the same minimum is expected.
+usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S] [--preload MOD,MOD...]"""
 import json
 import pathlib
 import subprocess
@@ -18,6 +21,24 @@ if "--strategy" in args:
     i = args.index("--strategy")
     strategy = args[i + 1]
     del args[i : i + 2]
+preload = None
+if "--preload" in args:
+    i = args.index("--preload")
+    preload = args[i + 1]
+    del args[i : i + 2]
+
+
+def with_preload(spec, tmp):
+    """A copy of the spec with warm starts on (cwd made absolute: the copy lives elsewhere)."""
+    text = spec.read_text()
+    listed = preload if preload == "auto" else f"[{preload}]"
+    edited = text.replace("  cwd: .\n", f"  cwd: {spec.parent.resolve()}\n  preload: {listed}\n")
+    assert "preload:" in edited, f"{spec}: no `cwd: .` line to put preload after"
+    copy = pathlib.Path(tmp) / spec.name
+    copy.write_text(edited)
+    return copy
+
+
 binary, zoo, names = args[0], pathlib.Path(args[1]), set(args[2:])
 passed = failed = 0
 for spec in sorted(zoo.glob("*.yaml")):
@@ -30,7 +51,8 @@ for spec in sorted(zoo.glob("*.yaml")):
                 k, _, v = item.partition("=")
                 expect[k] = v
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [binary, str(spec), "--out", tmp + "/out", "--quiet"]
+        run_spec = with_preload(spec, tmp) if preload else spec
+        cmd = [binary, str(run_spec), "--out", tmp + "/out", "--quiet"]
         if strategy:
             cmd += ["--strategy", strategy]
         start = time.time()

@@ -47,6 +47,22 @@ def start():
     sys.meta_path.insert(0, _PostImport())
 
 
+def restart_in_fork():
+    """A rank forked from a warm-start server (warm.py) with the trial's environment in place:
+    what start() read from the environment is read again. The patches into torch's modules were
+    made when the server imported them and stay."""
+    if ENV.get("DDPBISECT_AGENT") != "1":
+        return
+    state.role = "process"
+    state.steps = 0
+    state.rank = None
+    state.max_steps = _int(ENV.get("DDPBISECT_MAX_STEPS"))
+    state.samples_auto = ENV.get("DDPBISECT_SAMPLES_AUTO") == "1"
+    signum = _int(ENV.get("DDPBISECT_STACK_SIGNAL"))
+    if signum != state.signum:
+        _register_stack_signal(signum)
+
+
 def _int(text):
     try:
         return int(text) if text else 0

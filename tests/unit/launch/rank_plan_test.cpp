@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
+#include "launch/warm_server.hpp"
 #include "spec/loader.hpp"
 
 using namespace ddpbisect;
@@ -18,7 +22,7 @@ stages: [{name: two, nodes: 2, procs_per_node: 2}]
                           "/tmp/x.yaml");
   ASSERT_TRUE(r.spec);
   TrialConfig t = initial_config(*r.spec, r.spec->stages[0]);
-  TrialPlace place{"/tmp/trial", "/tmp/trial/config.json", "127.0.0.1", 29511, "tok", {}};
+  TrialPlace place{"/tmp/trial", "/tmp/trial/config.json", "127.0.0.1", 29511, "tok", {}, ""};
   auto slots = plan_ranks(*r.spec, t, place);
   ASSERT_EQ(slots.size(), 4u);
   const auto& s3 = slots[3];
@@ -52,4 +56,43 @@ TEST(RankPlan, OverridesApplyToTheTrial) {
   EXPECT_NE(apply_override(t, "steps=-1"), "");
   EXPECT_NE(apply_override(t, "samples=4-1"), "");
   EXPECT_NE(apply_override(t, "noequals"), "");
+}
+
+TEST(RankPlan, WarmStartsWrapOnlyPythonScriptsAndModules) {
+  EXPECT_TRUE(warm_startable({"python3", "train.py", "--epochs", "2"}));
+  EXPECT_TRUE(warm_startable({"/usr/bin/python3.11", "-u", "-m", "pkg.train"}));
+  EXPECT_FALSE(warm_startable({"python3", "-c", "print(1)"}));
+  EXPECT_FALSE(warm_startable({"python3", "-X", "dev", "train.py"}));
+  EXPECT_FALSE(warm_startable({"python3", "-m"}));
+  EXPECT_FALSE(warm_startable({"bash", "run.sh"}));
+  EXPECT_FALSE(warm_startable({"torchrun", "--nproc-per-node=2", "train.py"}));
+
+  auto r = load_spec_text(R"(workload:
+  command: [python3, train.py, "--samples={samples}"]
+  samples: 4
+  preload: [torch, torch.distributed]
+stages: [{name: one, nodes: 1, procs_per_node: 2}]
+)",
+                          "/tmp/x.yaml");
+  ASSERT_TRUE(r.spec);
+  EXPECT_EQ(r.spec->command->preload, (std::vector<std::string>{"torch", "torch.distributed"}));
+  TrialConfig t = initial_config(*r.spec, r.spec->stages[0]);
+  TrialPlace place{"/tmp/trial", "/tmp/trial/config.json", "127.0.0.1", 29511, "tok", {}, "sock"};
+  auto slots = plan_ranks(*r.spec, t, place);
+  ASSERT_EQ(slots.size(), 2u);
+  const auto& argv = slots[1].process.argv;
+  auto stub = std::find(argv.begin(), argv.end(), "--socket");
+  ASSERT_NE(stub, argv.end());
+  EXPECT_EQ(std::filesystem::path(*(stub - 1)).filename(), "ddpbisect-warm");
+  EXPECT_EQ(*(stub + 1), "sock");
+  EXPECT_EQ(argv.back(), "--samples=0-3");
+  EXPECT_EQ(*(argv.end() - 3), "python3");
+
+  // The server shares every variable of the ranks but their identity.
+  const ProcessSpec server = warm_server_process(*r.spec);
+  EXPECT_EQ(server.argv.front(), "python3");
+  EXPECT_EQ(server.env.count("DDPBISECT_TRIAL_TOKEN"), 0u);
+  EXPECT_EQ(server.env.count("DDPBISECT_AGENT"), 1u);
+  EXPECT_EQ(server.env.at("PYTHONPATH"), slots[0].process.env.at("PYTHONPATH"));
+  EXPECT_EQ(server.env.count("RANK"), 0u);
 }

@@ -1,0 +1,157 @@
+#include "launch/warm_server.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "common/interrupt.hpp"
+#include "launch/rank_plan.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ddpbisect {
+
+namespace {
+const char* kChildDigits = "0000000000";
+
+// Whether an abstract Unix socket named `name` is bound on this host (/proc/net/unix lists it
+// as @name): the server binds before it imports, so that stubs queue instead of starting cold.
+bool socket_bound(const std::string& name) {
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  const std::string want = " @" + name;
+  while (std::getline(in, line))
+    if (line.size() >= want.size() &&
+        line.compare(line.size() - want.size(), want.size(), want) == 0)
+      return true;
+  return false;
+}
+bool process_state_is_zombie(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t paren = line.rfind(')');
+  return paren == std::string::npos || (paren + 2 < line.size() && line[paren + 2] == 'Z');
+}
+}  // namespace
+
+std::unique_ptr<WarmServer> WarmServer::start(const ProcessSpec& process,
+                                              const std::vector<std::string>& modules,
+                                              const std::string& log, std::string& why) {
+  if (process.argv.empty()) {
+    why = "no command";
+    return nullptr;
+  }
+  std::unique_ptr<WarmServer> server(new WarmServer());
+  server->socket_ = "ddpbisect-warm-" + random_token();
+  std::string list;
+  for (const auto& m : modules) list += (list.empty() ? "" : ",") + m;
+  ProcessSpec spec = process;
+  spec.argv = {
+      process.argv[0], "-m", "ddpbisect_agent.warm", "--socket", server->socket_, "--preload", list,
+      "--log",         log};
+  spec.join_cgroups.clear();
+  server->keeper_ = std::thread([s = server.get(), spec] { s->keep(spec); });
+  {
+    std::unique_lock<std::mutex> lock(server->mutex_);
+    server->changed_.wait(lock, [&] { return server->started_; });
+  }
+  if (server->pid_ <= 0) {
+    why = server->start_error_;
+    return nullptr;  // the keeper has ended; the destructor joins it
+  }
+  // The server binds once its imports are done (seconds: torch alone takes ~2 s); a server that
+  // dies first is reported, not waited for. This wait is outside every trial's clock.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (!socket_bound(server->socket_) && std::chrono::steady_clock::now() < deadline) {
+    if (interrupt_signal() != 0 || process_cpu_seconds(server->pid_) < 0 ||
+        process_state_is_zombie(server->pid_))
+      break;
+    ::usleep(10000);
+  }
+  if (!socket_bound(server->socket_)) {
+    why = "the fork server did not start (see " + log + ")";
+    return nullptr;
+  }
+  return server;
+}
+
+void WarmServer::keep(const ProcessSpec& spec) {
+  StartResult r = start_process(spec);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    started_ = true;
+    if (r.ok()) {
+      // Its output goes to the log (warm.py redirects it): the pipes are not read.
+      ::close(r.child.out_fd);
+      ::close(r.child.err_fd);
+      pid_ = r.child.pid;
+    } else {
+      start_error_ = r.error;
+    }
+  }
+  changed_.notify_all();
+  if (!r.ok()) return;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return stopping_; });
+  }
+  kill_group(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  disown_child(pid_);
+}
+
+WarmServer::~WarmServer() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
+}
+
+bool warm_startable(const std::vector<std::string>& argv) {
+  if (argv.size() < 2 || fs::path(argv[0]).filename().string().rfind("python", 0) != 0)
+    return false;
+  size_t i = 1;
+  while (i < argv.size() && (argv[i] == "-u" || argv[i] == "-B")) ++i;
+  if (i >= argv.size()) return false;
+  if (argv[i] == "-m") return i + 1 < argv.size();
+  return argv[i].empty() || argv[i][0] != '-';
+}
+
+std::string warm_stub_path() {
+  return companion_path("DDPBISECT_WARM", "ddpbisect-warm");
+}
+
+std::vector<std::string> warm_argv(const std::string& socket,
+                                   const std::vector<std::string>& argv) {
+  std::vector<std::string> out = {warm_stub_path(), "--socket",   socket,
+                                  "--child",        kChildDigits, "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+pid_t warm_rank_pid(pid_t stub) {
+  std::ifstream in("/proc/" + std::to_string(stub) + "/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // argv[0] is the stub; its first arguments are --socket NAME --child DIGITS.
+  std::vector<std::string> argv;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size() && argv.size() < 6; ++i)
+    if (text[i] == '\0') {
+      argv.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  if (argv.size() < 5 || fs::path(argv[0]).filename() != "ddpbisect-warm" || argv[3] != "--child")
+    return -1;
+  const long pid = std::strtol(argv[4].c_str(), nullptr, 10);
+  return pid > 0 ? static_cast<pid_t>(pid) : -1;
+}
+
+}  // namespace ddpbisect
