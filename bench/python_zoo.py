@@ -10,7 +10,10 @@ ratio = wall / full trial; then the median ratio. Targets (issue #20): median <=
 their first step and STEP seconds per batch (a dataset mount, remote storage: trials that mostly
 wait, so that 2 cores can run four of them at once). --jobs N: passed to the reduction.
 --ddmin: also the textbook ddmin strategy, for its trials and time.
-usage: python_zoo.py DDPBISECT ZOO_DIR [NAME...] [--jobs N] [--wait START,STEP] [--ddmin]"""
+--preload MODS|auto: the reduction with warm starts (`workload.preload`); the full trial it is
+divided by stays cold (what the user pays to see the failure once).
+usage: python_zoo.py DDPBISECT ZOO_DIR [NAME...] [--jobs N] [--wait START,STEP] [--ddmin]
+                     [--preload auto]"""
 import json
 import pathlib
 import statistics
@@ -33,20 +36,27 @@ def flag(name, default=None):
 
 jobs = flag("--jobs", "1")
 wait = flag("--wait")
+preload = flag("--preload")
 ddmin = "--ddmin" in args
 args = [a for a in args if a != "--ddmin"]
 binary, zoo, names = args[0], pathlib.Path(args[1]).resolve(), set(args[2:])
 
 
-def variant(spec, tmp):
-    """The spec itself, or its waiting copy (absolute cwd, ZOO_WAIT in the workload's env)."""
-    if not wait:
+def variant(spec, tmp, warm=False):
+    """The spec itself, or its copy (absolute cwd) with ZOO_WAIT in the workload's env (the
+    waiting variant) and, when `warm`, `preload`."""
+    if not wait and not (warm and preload):
         return spec
     text = spec.read_text()
-    edited = text.replace("cwd: .\n", f"cwd: {spec.parent}\n").replace(
-        "env: {", f'env: {{ZOO_WAIT: "{wait}", ')
-    assert edited.count("ZOO_WAIT") == 1 and str(spec.parent) in edited, spec
-    copy = pathlib.Path(tmp) / spec.name
+    edited = text.replace("cwd: .\n", f"cwd: {spec.parent}\n")
+    assert str(spec.parent) in edited, spec
+    if wait:
+        edited = edited.replace("env: {", f'env: {{ZOO_WAIT: "{wait}", ')
+        assert edited.count("ZOO_WAIT") == 1, spec
+    if warm and preload:
+        listed = preload if preload == "auto" else f"[{preload}]"
+        edited = edited.replace(f"cwd: {spec.parent}\n", f"cwd: {spec.parent}\n  preload: {listed}\n")
+    copy = pathlib.Path(tmp) / (("warm-" if warm else "") + spec.name)
     copy.write_text(edited)
     return copy
 
@@ -76,7 +86,8 @@ def minimum(report):
             f"steps={m['params'].get('steps')} bs={m['params'].get('batch_size')}")
 
 
-print(f"jobs {jobs}" + (f", waiting variant {wait}" if wait else ""))
+print(f"jobs {jobs}" + (f", waiting variant {wait}" if wait else "")
+      + (f", preload {preload}" if preload else ""))
 print(f"{'case':20} {'trials':>6} {'wall s':>7} {'full s':>7} {'ratio':>6}"
       + (f" {'ddmin trials':>12} {'ddmin s':>8}" if ddmin else "") + "  minimum")
 ratios = []
@@ -85,7 +96,7 @@ for spec in sorted(zoo.glob("*.yaml")):
         continue
     with tempfile.TemporaryDirectory() as tmp:
         case = variant(spec, tmp)
-        report, wall = reduce(case, tmp, "default")
+        report, wall = reduce(variant(spec, tmp, warm=True), tmp, "default")
         if report is None:
             print(f"{spec.stem:20} reduction failed", flush=True)
             continue

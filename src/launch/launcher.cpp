@@ -2,9 +2,23 @@
 // its row there.
 #include "launch/launcher.hpp"
 
+#include <iostream>
+#include <mutex>
 #include <stdexcept>
 
 namespace ddpbisect {
+
+std::string Launcher::warm_socket(const Spec& spec, const std::string& log) const {
+  (void)log;
+  if (spec.command && !spec.command->preload.empty()) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      std::cerr << "ddpbisect: warning: workload.preload: the " << name()
+                << " launcher starts ranks cold (warm starts need the local launcher)\n";
+    });
+  }
+  return "";
+}
 
 std::unique_ptr<Launcher> make_launcher(const LauncherSpec& spec) {
   struct Factory {

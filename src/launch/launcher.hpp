@@ -40,11 +40,8 @@ class Launcher {
   // Warm starts (`workload.preload`, launch/warm_server.hpp): the fork server's socket name for
   // this spec's ranks, the server started on first use (its output to `log`); "" when ranks
   // start cold (a launcher whose ranks run elsewhere, or no preload).
-  virtual std::string warm_socket(const Spec& spec, const std::string& log) const {
-    (void)spec;
-    (void)log;
-    return "";
-  }
+  // This default (ranks on other hosts, no server there) warns once when preload was asked for.
+  virtual std::string warm_socket(const Spec& spec, const std::string& log) const;
   // Sends `sig` to the ranks on these nodes when the local processes are only their clients
   // (ssh, srun), so that stack requests reach them; false when local signals already do.
   virtual bool signal_remote(const std::string& token, const std::vector<int>& nodes,

@@ -39,6 +39,20 @@ def with_preload(spec, tmp):
     return copy
 
 
+def leftovers(marker):
+    found = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            seen = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in seen and (proc / "stat").read_text().split(") ")[-1][:1] != "Z":
+            found.append(proc.name + " " + (proc / "cmdline").read_bytes()[:120].decode(errors="replace"))
+    return found
+
+
 binary, zoo, names = args[0], pathlib.Path(args[1]), set(args[2:])
 passed = failed = 0
 for spec in sorted(zoo.glob("*.yaml")):
@@ -97,6 +111,11 @@ for spec in sorted(zoo.glob("*.yaml")):
                 elif got.get(k, str(m["params"].get(k))) != want:  # any other key: a param
                     problems.append(f"{k}: got {got.get(k, m['params'].get(k))!r}, want {want!r}")
             trials = report["trials"]["total"]
+        # No process is left behind: a rank, a helper, the warm-start server and its forks all
+        # carry the output folder (or the trial folder under it) somewhere in their command line
+        # or environment.
+        for left in leftovers(tmp):
+            problems.append(f"left behind: {left}")
     status = "FAIL" if problems else "ok"
     print(f"{status:4} {spec.stem:22} {elapsed:6.1f} s {trials if not problems or proc.returncode == 0 else '-':>4} trials"
           + (": " + "; ".join(problems) if problems else ""), flush=True)
