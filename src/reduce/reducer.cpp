@@ -57,7 +57,8 @@ class Reduction {
   void recheck_phase();
   bool confirm_phase();
   void debug_phase();
-  void measure_flaky(const TrialConfig& config, Tally& tally);
+  std::vector<RunRecord> measure_flaky(const TrialConfig& config, Tally& tally);
+  bool retarget_to_dominant(const std::vector<RunRecord>& runs, Tally& tally);
   ReductionResult finish();
 
   const Spec& spec_;
@@ -128,29 +129,62 @@ bool Reduction::escalate_phase() {
 }
 
 // A few more runs of a flaky configuration, up to kMeasureRuns in all: its reproduction rate,
-// and from it the trials each candidate needs.
-void Reduction::measure_flaky(const TrialConfig& config, Tally& tally) {
-  for (const auto& r : oracle_.runs(config, oracle_.affordable(kMeasureRuns - tally.runs)))
-    tally.add(oracle_.matches(r));
+// and from it the trials each candidate needs. Returns the runs it made.
+std::vector<RunRecord> Reduction::measure_flaky(const TrialConfig& config, Tally& tally) {
+  auto runs = oracle_.runs(config, oracle_.affordable(kMeasureRuns - tally.runs));
+  for (const auto& r : runs) tally.add(oracle_.matches(r));
   flaky_ = true;
   oracle_.set_target(oracle_.target(), tally);
-  progress_.note("flaky: the failure reproduced " + tally.text() +
-                 " times; each candidate gets up to " + std::to_string(oracle_.repeats()) +
-                 " trials");
+  return runs;
+}
+
+// The first failure can be the odd one out (a rank slow to start taken for a hang, a port
+// clash): when most of the runs that measured it failed with one other signature, that failure
+// is the one to reduce, unless the user pinned a target (--from-logs). Counted over every run of
+// the configuration, the escalation's included.
+bool Reduction::retarget_to_dominant(const std::vector<RunRecord>& runs, Tally& tally) {
+  if (opt_.target) return false;
+  for (const auto& candidate : runs) {
+    if (candidate.status != TrialStatus::Fail || !candidate.signature || oracle_.matches(candidate))
+      continue;
+    Tally other;
+    other.add(false);  // the escalation's run
+    for (const auto& r : runs)
+      other.add(r.status == TrialStatus::Fail && r.signature &&
+                same_failure(*candidate.signature, *r.signature, spec_.match.level,
+                             spec_.match.regex, r.text));
+    if (other.failures * 2 <= other.runs) continue;
+    progress_.note("the first failure (" + oracle_.target().category + ") came back " +
+                   tally.text() + " times, another one " + other.text() +
+                   " times: reducing that one");
+    oracle_.set_target(*candidate.signature, other);
+    progress_.target(*candidate.signature, candidate, result_.stage);
+    result_.first_run = candidate;
+    tally = other;
+    return true;
+  }
+  return false;
 }
 
 // Before reducing: at most kRerunsBeforeReduction reruns while the failure reproduces every
-// time; a miss means flakiness, measured at once.
+// time; a miss means flakiness, measured at once (and a failure that dominates the measuring
+// runs becomes the target).
 void Reduction::measure_phase() {
   progress_.phase("measure reproduction");
   Tally tally;
   tally.add(true);  // the failure escalation found
-  for (const auto& r : oracle_.runs(state_.best, oracle_.affordable(kRerunsBeforeReduction)))
-    tally.add(oracle_.matches(r));
-  if (tally.every_time())
+  auto runs = oracle_.runs(state_.best, oracle_.affordable(kRerunsBeforeReduction));
+  for (const auto& r : runs) tally.add(oracle_.matches(r));
+  if (tally.every_time()) {
     reruns_seen_ = tally.runs - 1;
-  else
-    measure_flaky(state_.best, tally);
+  } else {
+    auto more = measure_flaky(state_.best, tally);
+    runs.insert(runs.end(), more.begin(), more.end());
+    retarget_to_dominant(runs, tally);
+    progress_.note("flaky: the failure reproduced " + tally.text() +
+                   " times; each candidate gets up to " + std::to_string(oracle_.repeats()) +
+                   " trials");
+  }
   result_.escalation_trials = oracle_.stats().trials;
 }
 
@@ -196,6 +230,9 @@ bool Reduction::confirm_phase() {
     progress_.note("the minimum did not fail on every rerun (" + tally.text() +
                    "): the failure is flaky; reducing again with repeats");
     measure_flaky(state_.best, tally);
+    progress_.note("flaky: the minimum failed " + tally.text() +
+                   " times; each candidate gets up to " + std::to_string(oracle_.repeats()) +
+                   " trials");
     return false;
   }
   result_.confirm_runs = tally.runs;
