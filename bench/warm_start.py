@@ -15,7 +15,8 @@ import sys
 import tempfile
 import time
 
-binary, zoo, names = sys.argv[1], pathlib.Path(sys.argv[2]).resolve(), set(sys.argv[3:])
+binary, zoo = str(pathlib.Path(sys.argv[1]).resolve()), pathlib.Path(sys.argv[2]).resolve()
+names = set(sys.argv[3:])
 HEARTBEAT = re.compile(r'DDPBISECT_HEARTBEAT \{"rank":0,"step":\d+,"t":([0-9.]+)')
 
 
