@@ -33,7 +33,7 @@ spec() {  # spec NAME COMMAND-JSON
 workload:
   command: $2
   cwd: $tmp/work
-  preload: [json]
+  preload: [json, no_such_module_here]
 stages: [{name: two, nodes: 1, procs_per_node: 2}]
 limits: {trial_timeout: 60s}
 EOF
@@ -54,6 +54,7 @@ token=$(sed -n 's/^TOKEN //p' "$out/rank0.stdout")
 if [[ $(field "$tmp/o1" "o['containment']") == cgroup* ]]; then
   grep -q "CGROUP .*ddpbisect-$token" "$out/rank0.stdout" && ok || bad "the forked rank is not in the trial's cgroup: $(grep CGROUP "$out/rank0.stdout")"
 fi
+grep -q "cannot preload no_such_module_here: ModuleNotFoundError" "$tmp/o1/warm-server.log" && ok || bad "a module that cannot be preloaded is not named in the server's log: $(cat "$tmp/o1/warm-server.log")"
 [[ -e "$tmp/work/marker.txt" ]] && bad "a warm rank wrote into the real cwd" || ok
 
 # A second run: the first one's file is not there (the view is the trial's own).
