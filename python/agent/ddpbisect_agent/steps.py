@@ -43,7 +43,7 @@ def on_step(optimizer, *unused):
         stop()
 
 
-BEAT_INTERVAL = 0.05  # seconds; see heartbeat()
+BEAT_INTERVAL = 0.25  # seconds; see heartbeat()
 _pending = None  # the newest step not printed yet: (step, t, loss tensor or None, seq)
 _printed = -1  # the newest step printed
 _last_beat = 0.0
@@ -52,11 +52,12 @@ _lock = threading.Lock()
 
 def heartbeat(force=False):
     """Prints this step's line, or keeps it when the last line went out less than BEAT_INTERVAL
-    ago: a line is a write to a pipe the driver reads, and under load a woken reader costs the
-    rank far more than the agent's own work (0.7 ms a line measured here, 5 ms steps). The
-    watcher prints a kept line once it is BEAT_INTERVAL old, so every step shows within about
-    0.15 s, and the newest one always before a trace dump, at a stop and at exit. A kept step is
-    only recorded (its values, not its text): most steps are never printed."""
+    ago: a line is a write to a pipe the driver reads, and on a loaded machine waking that reader
+    cost a rank far more than the agent's own work (0.7 ms a line measured here, against 5 ms
+    steps). When the main thread stops stepping, the watcher prints the kept line at its next look
+    (trace.WATCH_PERIOD), so every step shows within about 0.55 s, and the newest one always before
+    a trace dump, at a stop and at exit. A kept step is only recorded (its values, not its text):
+    most steps are never printed."""
     global _pending
     record = (state.steps - 1, time.time(), state.last_loss, trace.current_seq())
     state.last_loss = None
@@ -68,10 +69,11 @@ def heartbeat(force=False):
 
 
 def flush(older_than=0.0):
-    """Prints the heartbeat line held back, if any (and if it waited `older_than` seconds)."""
-    record, now = _pending, time.monotonic()
-    if record is not None and record[0] > _printed and now - _last_beat >= older_than:
-        _print(record, now)
+    """Prints the heartbeat line held back, if any, and if its step is `older_than` seconds old
+    (the main thread stopped stepping: else its own next line comes soon enough)."""
+    record = _pending
+    if record is not None and record[0] > _printed and time.time() - record[1] >= older_than:
+        _print(record, time.monotonic())
 
 
 def _print(record, now):
