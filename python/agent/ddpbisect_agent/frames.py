@@ -37,8 +37,13 @@ def escaped(filename):
         return e
 
 
+_sites = {}  # (code, last instruction) of a user frame -> its (file, line, function), shared
+
+
 def user_frame(depth=2):
-    """(escaped file, line, function) of the innermost user frame above the caller, or None."""
+    """(escaped file, line, function) of the innermost user frame above the caller, or None. The
+    tuple is shared by every call from the same place: a frame's line number costs a scan of its
+    function's line table, and a new tuple each call is one more object for the collector."""
     try:
         f = sys._getframe(depth)
     except ValueError:
@@ -50,7 +55,13 @@ def user_frame(depth=2):
         if e is _MISSING:
             e = escaped(code.co_filename)
         if e is not None:
-            return e, f.f_lineno, code.co_name
+            key = (code, f.f_lasti)
+            site = _sites.get(key)
+            if site is None:
+                site = (e, f.f_lineno, code.co_name)
+                if len(_sites) < 4096:
+                    _sites[key] = site
+            return site
         f = f.f_back
     return None
 

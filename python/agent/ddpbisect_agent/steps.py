@@ -43,20 +43,52 @@ def on_step(optimizer, *unused):
         stop()
 
 
-BEAT_INTERVAL = 0.05  # seconds; see heartbeat()
-_pending = None  # the newest heartbeat line not printed yet
+BEAT_INTERVAL = 0.25  # seconds; see heartbeat()
+_pending = None  # the newest step not printed yet: (step, t, loss tensor or None, seq)
+_printed = -1  # the newest step printed
 _last_beat = 0.0
 _lock = threading.Lock()
 
 
 def heartbeat(force=False):
     """Prints this step's line, or keeps it when the last line went out less than BEAT_INTERVAL
-    ago: a line is a write to a pipe the driver reads, and under load a woken reader costs the
-    rank far more than the agent's own work (0.7 ms a line measured here, 5 ms steps). The
-    watcher prints a kept line once it is BEAT_INTERVAL old, so every step shows within about
-    0.15 s, and the newest one always before a trace dump, at a stop and at exit."""
-    global _pending, _last_beat
-    loss, state.last_loss = state.last_loss, None
+    ago: a line is a write to a pipe the driver reads, and on a loaded machine waking that reader
+    cost a rank far more than the agent's own work (0.7 ms a line measured here, against 5 ms
+    steps). When the main thread stops stepping, the watcher prints the kept line at its next look
+    (trace.WATCH_PERIOD), so every step shows within about 0.55 s, and the newest one always before
+    a trace dump, at a stop and at exit. A kept step is only recorded (its values, not its text):
+    most steps are never printed."""
+    global _pending
+    record = (state.steps - 1, time.time(), state.last_loss, trace.current_seq())
+    state.last_loss = None
+    now = time.monotonic()
+    if force or not state.watcher or state.steps <= 3 or now - _last_beat >= BEAT_INTERVAL:
+        _print(record, now)
+    else:
+        _pending = record  # one store: the watcher reads it under the GIL
+
+
+def flush(older_than=0.0):
+    """Prints the heartbeat line held back, if any, and if its step is `older_than` seconds old
+    (the main thread stopped stepping: else its own next line comes soon enough)."""
+    record = _pending
+    if record is not None and record[0] > _printed and time.time() - record[1] >= older_than:
+        _print(record, time.monotonic())
+
+
+def _print(record, now):
+    """Writes a step's line unless it or a later step's went out already: the main thread and the
+    watcher both print, and neither clears `_pending` (a kept record is stale once printed)."""
+    global _printed, _last_beat
+    with _lock:
+        if record[0] <= _printed:
+            return
+        _printed, _last_beat = record[0], now
+        write(1, _line(record))
+
+
+def _line(record):
+    step, t, loss, seq = record
     text = "null"
     if loss is not None:
         try:
@@ -65,29 +97,8 @@ def heartbeat(force=False):
                 text = repr(value)
         except Exception:
             pass
-    seq = trace.current_seq()  # None without a process group
-    line = 'DDPBISECT_HEARTBEAT {"rank":%d,"step":%d,"t":%.3f,"loss":%s,"seq":%s,"by":"agent"}\n' % (
-        rank(), state.steps - 1, time.time(), text, "null" if seq is None else seq)
-    now = time.monotonic()
-    with _lock:
-        if force or not state.watcher or state.steps <= 3 or now - _last_beat >= BEAT_INTERVAL:
-            _pending, _last_beat = None, now
-        else:
-            _pending = line
-            return
-    write(1, line)
-
-
-def flush(older_than=0.0):
-    """Prints the heartbeat line held back, if any (and if it waited `older_than` seconds)."""
-    global _pending, _last_beat
-    with _lock:
-        line = _pending
-        now = time.monotonic()
-        if line is None or now - _last_beat < older_than:
-            return
-        _pending, _last_beat = None, now
-    write(1, line)
+    return 'DDPBISECT_HEARTBEAT {"rank":%d,"step":%d,"t":%.3f,"loss":%s,"seq":%s,"by":"agent"}\n' % (
+        rank(), step, t, text, "null" if seq is None else seq)
 
 
 def stop():
