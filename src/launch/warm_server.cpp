@@ -20,7 +20,7 @@ namespace {
 const char* kChildDigits = "0000000000";
 
 // Whether an abstract Unix socket named `name` is bound on this host (/proc/net/unix lists it
-// as @name): the server binds before it imports, so that stubs queue instead of starting cold.
+// as @name): the server binds once its imports are done.
 bool socket_bound(const std::string& name) {
   std::ifstream in("/proc/net/unix");
   std::string line;
@@ -38,6 +38,7 @@ bool process_state_is_zombie(pid_t pid) {
   const size_t paren = line.rfind(')');
   return paren == std::string::npos || (paren + 2 < line.size() && line[paren + 2] == 'Z');
 }
+
 }  // namespace
 
 std::unique_ptr<WarmServer> WarmServer::start(const ProcessSpec& process,

@@ -5,8 +5,8 @@ expect keys: nodes, procs_per_node, samples (indices), sample_count (any that ma
 bare number for "this many, any of them"), steps, batch_size, rate (lo-hi, the confirmed
 reproduction rate), category and exception (the reported signature), debug_rerun (a variable the debug rerun set),
 report_has (text report.md must contain), any other key: a param.
---preload MODS: each spec reduced with `workload.preload: [MODS]` (or `auto`) (warm starts), from a copy
-whose cwd is the spec's folder; the same minimum is expected.
+--preload MODS|auto: each spec reduced with warm starts (`workload.preload`), from a copy whose cwd
+is the spec's folder; the same minimum is expected. Every case: no process is left behind.
 usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S] [--preload MOD,MOD...]"""
 import json
 import pathlib
@@ -44,12 +44,13 @@ def leftovers(marker):
     for proc in pathlib.Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
-        try:
-            seen = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
+        try:  # a process may end while it is read
+            cmdline = (proc / "cmdline").read_bytes()
+            if marker.encode() in cmdline + (proc / "environ").read_bytes() and \
+                    (proc / "stat").read_text().split(") ")[-1][:1] != "Z":
+                found.append(proc.name + " " + cmdline[:120].decode(errors="replace"))
         except OSError:
             continue
-        if marker.encode() in seen and (proc / "stat").read_text().split(") ")[-1][:1] != "Z":
-            found.append(proc.name + " " + (proc / "cmdline").read_bytes()[:120].decode(errors="replace"))
     return found
 
 
