@@ -86,8 +86,25 @@ _PER_RANK = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK
              "MASTER_PORT", "TORCHELASTIC_RUN_ID")
 
 
+# Read when a process group or communicator is made, not at import: a debug rerun's variables.
+# TORCH_DISTRIBUTED_DEBUG is read when torch.distributed loads: the rank reads it again.
+_AT_RUNTIME = ("NCCL_", "TORCH_NCCL_", "TORCH_FR_")
+
+
 def _per_rank(key):
-    return key.startswith("DDPBISECT_") or key in _PER_RANK
+    return (key.startswith("DDPBISECT_") or key in _PER_RANK or key.startswith(_AT_RUNTIME)
+            or key == "TORCH_DISTRIBUTED_DEBUG")
+
+
+def _reread_import_time_variables():
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and os.environ.get("TORCH_DISTRIBUTED_DEBUG") != _BEFORE_PRELOAD.get(
+            "TORCH_DISTRIBUTED_DEBUG"):
+        reread = getattr(dist, "set_debug_level_from_env", None)
+        if reread is None:
+            return "this torch cannot read TORCH_DISTRIBUTED_DEBUG again"
+        reread()
+    return None
 
 
 _BEFORE_PRELOAD = {}  # the server's environment as it started (imports may add to it)
@@ -177,6 +194,12 @@ def _become_rank(conn):
     os.environ.clear()
     os.environ.update(env)
     os.environ.update(added)
+    try:
+        why = _reread_import_time_variables()
+    except Exception as e:
+        why = "%s: %s" % (type(e).__name__, e)
+    if why:
+        _fail(conn, why)
     try:
         conn.send(b"ready")
         conn.close()  # the server keeps its end; the script must not inherit ours
