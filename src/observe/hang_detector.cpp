@@ -56,6 +56,10 @@ void HangDetector::on_cpu(int rank, double cpu_seconds, double now) {
   }
 }
 
+void HangDetector::on_process_changed(int rank) {
+  ranks_[rank].cpu = -1;
+}
+
 void HangDetector::on_exit(int rank) {
   ranks_[rank].alive = false;
 }

@@ -29,6 +29,9 @@ class HangDetector {
   void on_heartbeat(int rank, long long step, double now);
   void on_output(int rank, double now);
   void on_cpu(int rank, double cpu_seconds, double now);
+  // The rank's CPU time now comes from another process (torchrun's worker found under its
+  // agent, a warm start's forked rank under its stub): its count starts again from there.
+  void on_process_changed(int rank);
   void on_exit(int rank);
 
   double threshold() const;

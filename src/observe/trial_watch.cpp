@@ -298,6 +298,7 @@ void TrialWatch::find_workers(const RankSet& set) {
       const size_t k = static_cast<size_t>(std::atoi(local->second.c_str()));
       if (k >= p.count) continue;
       Rank& r = *ranks_[p.first + k];
+      if (r.pid != child) hang_.on_process_changed(static_cast<int>(p.first + k));
       r.pid = child;
       if (r.rec.pid < 0) r.rec.pid = child;
       if (auto g = env.find("RANK"); g != env.end() && r.real_rank < 0)
@@ -316,6 +317,7 @@ void TrialWatch::find_warm_ranks(const RankSet& set) {
     if (pid_t forked = warm_rank_pid(set.pid(r.process)); forked > 0) {
       r.pid = forked;
       r.warm_found = true;
+      hang_.on_process_changed(static_cast<int>(i));
     }
   }
 }

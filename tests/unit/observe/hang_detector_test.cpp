@@ -72,3 +72,18 @@ TEST(HangDetector, SmallCpuSlicesAddUpOnALoadedMachine) {
   d.on_cpu(0, 1.39, 6.5);  // then idle
   EXPECT_TRUE(d.hung(6.5));
 }
+
+// torchrun: the agent's CPU time counts until its worker is found; the worker starts with less
+// CPU time than the agent had spent, and its own must count from its own start.
+TEST(HangDetector, AnotherProcessStartsItsOwnCpuCount) {
+  HangDetector d(1, 2.0);
+  d.on_start(0);
+  d.on_cpu(0, 0.5, 0.5);  // the agent importing
+  d.on_cpu(0, 2.5, 2.5);
+  d.on_process_changed(0);  // the worker, found: 0.4 s of CPU so far
+  d.on_cpu(0, 0.4, 2.75);
+  for (int i = 1; i <= 12; ++i) d.on_cpu(0, 0.4 + 0.1 * i, 2.75 + 0.25 * i);  // busy to 5.75
+  EXPECT_FALSE(d.hung(6.0));
+  d.on_cpu(0, 1.6, 8.0);  // then idle
+  EXPECT_TRUE(d.hung(8.0));
+}
