@@ -18,8 +18,9 @@ print("PARENT", "warm-server" if "ddpbisect_agent.warm" in parent else "other")
 print("ARGV", " ".join(sys.argv[1:]))
 print("CGROUP", open("/proc/self/cgroup").read().strip().replace("\n", " "))
 print("TOKEN", os.environ.get("DDPBISECT_TRIAL_TOKEN", ""))
-seen = os.path.exists("marker.txt")
-open("marker.txt", "w").write("written by a trial\n")
+marker = "marker.%s.txt" % os.environ["RANK"]  # the ranks of one trial share one view
+seen = os.path.exists(marker)
+open(marker, "w").write("written by a trial\n")
 print("MARKER", "seen" if seen else "fresh", flush=True)
 mode = sys.argv[1]
 if mode == "kill":
@@ -55,7 +56,7 @@ if [[ $(field "$tmp/o1" "o['containment']") == cgroup* ]]; then
   grep -q "CGROUP .*ddpbisect-$token" "$out/rank0.stdout" && ok || bad "the forked rank is not in the trial's cgroup: $(grep CGROUP "$out/rank0.stdout")"
 fi
 grep -q "cannot preload no_such_module_here: ModuleNotFoundError" "$tmp/o1/warm-server.log" && ok || bad "a module that cannot be preloaded is not named in the server's log: $(cat "$tmp/o1/warm-server.log")"
-[[ -e "$tmp/work/marker.txt" ]] && bad "a warm rank wrote into the real cwd" || ok
+[[ -e "$tmp/work/marker.0.txt" ]] && bad "a warm rank wrote into the real cwd" || ok
 
 # A second run: the first one's file is not there (the view is the trial's own).
 "$bin" run "$tmp/exit3.yaml" --out "$tmp/o2" >/dev/null 2>&1

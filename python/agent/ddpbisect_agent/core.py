@@ -40,6 +40,15 @@ def write(fd, text):
         data = data[n:]
 
 
+def flush_stdio():
+    """Flushes sys.stdout and sys.stderr before an os._exit (which skips the interpreter's own)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
 def emit(tag, obj, fd=2):
     import json
 

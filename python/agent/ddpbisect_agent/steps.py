@@ -8,7 +8,7 @@ import threading
 import time
 
 from . import ENV, state, trace
-from .core import become_rank, emit, rank, write
+from .core import become_rank, emit, flush_stdio, rank, write
 
 
 def patch_optimizer(module):
@@ -118,9 +118,5 @@ def stop():
                 child.terminate()
         except Exception:
             pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+    flush_stdio()
     os._exit(0)

@@ -281,11 +281,9 @@ def _finish(code):
         atexit._run_exitfuncs()
     except Exception:
         pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+    from .core import flush_stdio
+
+    flush_stdio()
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
