@@ -1,7 +1,7 @@
 """Warm starts (`workload.preload`, docs/agent.md): a fork server that imports the listed modules
 once, then forks each rank of each trial from itself, so that a trial stops paying the import.
 
-    python -m ddpbisect_agent.warm --socket NAME --preload MOD[,MOD...]
+    python -m ddpbisect_agent.warm --socket NAME --preload MOD[,MOD...] [--log FILE]
 
 The driver starts one per reduction on its host, with a trial's environment less the trial's
 identity. NAME is an abstract Unix socket (SOCK_SEQPACKET). Each rank's command is
@@ -376,7 +376,7 @@ def main(argv):
         elif argv[i] == "--preload" and i + 1 < len(argv):
             modules = [m for m in argv[i + 1].split(",") if m]
         else:
-            sys.stderr.write("usage: python -m ddpbisect_agent.warm --socket NAME --preload MODS\n")
+            sys.stderr.write("usage: python -m ddpbisect_agent.warm --socket NAME --preload MODS [--log FILE]\n")
             return 2
         i += 2
     if not name:
