@@ -232,8 +232,6 @@ std::vector<pid_t> find_token(const std::string& token) {
   return out;
 }
 
-namespace {
-// Parent pid and state letter of a process, from /proc/PID/stat; false when it is gone.
 bool proc_state(pid_t pid, pid_t& ppid, char& state) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
@@ -247,6 +245,7 @@ bool proc_state(pid_t pid, pid_t& ppid, char& state) {
   return true;
 }
 
+namespace {
 bool is_owned(pid_t pid) {
   std::lock_guard<std::mutex> lock(owned_mutex);
   return owned.count(pid) > 0;

@@ -71,6 +71,9 @@ int reap_orphans();
 // Marks `pid` as reaped by its owner: start_process's children count as owned until then.
 void disown_child(pid_t pid);
 
+// Parent pid and state letter (R, S, Z, ...) of a process, from /proc/PID/stat; false when it is
+// gone.
+bool proc_state(pid_t pid, pid_t& ppid, char& state);
 // The live children of `parent`, from /proc.
 std::vector<pid_t> child_pids(pid_t parent);
 // A process's environment, from /proc/PID/environ (empty when unreadable or gone).

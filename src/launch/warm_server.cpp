@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "common/interrupt.hpp"
+#include "common/text.hpp"
 #include "launch/rank_plan.hpp"
 
 namespace fs = std::filesystem;
@@ -26,19 +27,9 @@ bool socket_bound(const std::string& name) {
   std::string line;
   const std::string want = " @" + name;
   while (std::getline(in, line))
-    if (line.size() >= want.size() &&
-        line.compare(line.size() - want.size(), want.size(), want) == 0)
-      return true;
+    if (ends_with(line, want)) return true;
   return false;
 }
-bool process_state_is_zombie(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  const size_t paren = line.rfind(')');
-  return paren == std::string::npos || (paren + 2 < line.size() && line[paren + 2] == 'Z');
-}
-
 }  // namespace
 
 std::unique_ptr<WarmServer> WarmServer::start(const ProcessSpec& process,
@@ -70,9 +61,9 @@ std::unique_ptr<WarmServer> WarmServer::start(const ProcessSpec& process,
   // dies first is reported, not waited for. This wait is outside every trial's clock.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   while (!socket_bound(server->socket_) && std::chrono::steady_clock::now() < deadline) {
-    if (interrupt_signal() != 0 || process_cpu_seconds(server->pid_) < 0 ||
-        process_state_is_zombie(server->pid_))
-      break;
+    pid_t ppid = 0;
+    char state = '?';
+    if (interrupt_signal() != 0 || !proc_state(server->pid_, ppid, state) || state == 'Z') break;
     ::usleep(10000);
   }
   if (!socket_bound(server->socket_)) {
@@ -140,15 +131,9 @@ std::vector<std::string> warm_argv(const std::string& socket,
 
 pid_t warm_rank_pid(pid_t stub) {
   std::ifstream in("/proc/" + std::to_string(stub) + "/cmdline", std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // argv[0] is the stub; its first arguments are --socket NAME --child DIGITS.
-  std::vector<std::string> argv;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size() && argv.size() < 6; ++i)
-    if (text[i] == '\0') {
-      argv.push_back(text.substr(start, i - start));
-      start = i + 1;
-    }
+  const std::vector<std::string> argv = split(text, '\0');
   if (argv.size() < 5 || fs::path(argv[0]).filename() != "ddpbisect-warm" || argv[3] != "--child")
     return -1;
   const long pid = std::strtol(argv[4].c_str(), nullptr, 10);

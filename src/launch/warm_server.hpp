@@ -35,7 +35,6 @@ class WarmServer {
   WarmServer& operator=(const WarmServer&) = delete;
 
   const std::string& socket() const { return socket_; }
-  pid_t pid() const { return pid_; }
 
  private:
   WarmServer() = default;
