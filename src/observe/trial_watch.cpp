@@ -87,10 +87,11 @@ struct TrialWatch::Rank {
   RankRecord rec;
   std::unique_ptr<StreamCapture> out, err;
   size_t process = 0;
-  bool ended = false;       // a torchrun rank the agent reported as ended
-  pid_t pid = -1;           // the rank's own process (a torchrun agent's worker once found)
-  bool warm_found = false;  // a warm start's forked rank replaced its stub in `pid`
-  int real_rank = -1;       // the global rank the rendezvous gave it (torchrun), -1 unknown
+  bool ended = false;  // a torchrun rank the agent reported as ended
+  // The rank's own process: a torchrun agent's worker once found, a warm start's forked rank
+  // once its stub names it.
+  pid_t pid = -1;
+  int real_rank = -1;  // the global rank the rendezvous gave it (torchrun), -1 unknown
   double stack_requested_at = -1;
 };
 
@@ -313,10 +314,11 @@ void TrialWatch::find_warm_ranks(const RankSet& set) {
   if (setup_.place.warm_socket.empty()) return;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     Rank& r = *ranks_[i];
-    if (r.warm_found || procs_[r.process]->agent || !set.running(r.process)) continue;
-    if (pid_t forked = warm_rank_pid(set.pid(r.process)); forked > 0) {
+    // Still the stub's pid (set at start) until the forked rank is found.
+    if (procs_[r.process]->agent || !set.running(r.process) || r.pid != set.pid(r.process))
+      continue;
+    if (pid_t forked = warm_rank_pid(r.pid); forked > 0) {
       r.pid = forked;
-      r.warm_found = true;
       hang_.on_process_changed(static_cast<int>(i));
     }
   }
