@@ -453,8 +453,12 @@ int Oracle::counted_runs(const std::string& key) const {
 }
 
 bool Oracle::matches(const RunRecord& r) const {
+  return matches(r, target_);
+}
+
+bool Oracle::matches(const RunRecord& r, const Signature& target) const {
   return r.status == TrialStatus::Fail && r.signature &&
-         same_failure(target_, *r.signature, opt_.level, opt_.regex, r.text);
+         same_failure(target, *r.signature, opt_.level, opt_.regex, r.text);
 }
 
 const RunRecord* Oracle::matching_run(const TrialConfig& config) const {

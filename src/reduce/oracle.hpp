@@ -91,6 +91,8 @@ class Oracle {
   int width(const TrialConfig& config) const;
 
   bool matches(const RunRecord& r) const;
+  // Whether `r` failed the way `target` describes, by this oracle's match level and regex.
+  bool matches(const RunRecord& r, const Signature& target) const;
   // The last failing run of a configuration with the target signature, if any.
   const RunRecord* matching_run(const TrialConfig& config) const;
 

@@ -149,10 +149,7 @@ bool Reduction::retarget_to_dominant(const std::vector<RunRecord>& runs, Tally& 
       continue;
     Tally other;
     other.add(false);  // the escalation's run
-    for (const auto& r : runs)
-      other.add(r.status == TrialStatus::Fail && r.signature &&
-                same_failure(*candidate.signature, *r.signature, spec_.match.level,
-                             spec_.match.regex, r.text));
+    for (const auto& r : runs) other.add(oracle_.matches(r, *candidate.signature));
     if (other.failures * 2 <= other.runs) continue;
     progress_.note("the first failure (" + oracle_.target().category + ") came back " +
                    tally.text() + " times, another one " + other.text() +
