@@ -33,6 +33,11 @@ def _fail(conn, why):
     os._exit(0)
 
 
+def _peer(conn):
+    """(pid, uid, gid) of the process at the other end of a Unix socket."""
+    return struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+
+
 def _libc():
     import ctypes
 
@@ -167,7 +172,7 @@ def _become_rank(conn):
     """In the forked child: take the stub's place, then run its command; never returns."""
     try:
         data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-        stub = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+        stub = _peer(conn)[0]
         cwd, argv, env = _parse_request(data, fds)
         command = _python_command(argv)
         if command is None:
@@ -317,9 +322,7 @@ def serve(name, modules):
         for fd, events in poller.poll():
             if fd == listener.fileno():
                 conn, _ = listener.accept()
-                peer_uid = struct.unpack("3i", conn.getsockopt(
-                    socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
-                if peer_uid != uid:
+                if _peer(conn)[1] != uid:
                     conn.close()
                     continue
                 pid = os.fork()
