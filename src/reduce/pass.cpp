@@ -10,26 +10,31 @@ void ReductionState::accept(const TrialConfig& candidate, const std::string& pas
   trace.push_back({oracle.stats().trials, pass, candidate});
 }
 
-bool reduce_names(ReductionState& s, Oracle& oracle, std::vector<std::string> TrialConfig::*field,
-                  const std::string& pass) {
-  const std::vector<std::string> all = s.best.*field;
-  if (all.empty()) return false;
+bool Pass::run(ReductionState& s, Oracle& oracle, const Search& lookahead) const {
+  const TrialConfig best = s.best;
+  Shrunk out;
+  run_search(
+      oracle, [&](const Ask& ask) { out = shrink(best, ask, oracle); }, lookahead);
+  for (const auto& [what, config] : out) s.accept(config, what, oracle);
+  return !out.empty();
+}
+
+Shrunk shrink_names(const TrialConfig& best, const Ask& ask,
+                    std::vector<std::string> TrialConfig::*field, const std::string& pass) {
+  const std::vector<std::string> all = best.*field;
+  if (all.empty()) return {};
   auto config_of = [&](const ItemSet& items) {
-    TrialConfig c = s.best;
+    TrialConfig c = best;
     (c.*field).clear();
     for (size_t i : items) (c.*field).push_back(all[i]);
     return c;
   };
   ItemSet every(all.size());
   for (size_t i = 0; i < all.size(); ++i) every[i] = i;
-  ItemSet kept;
-  run_search(oracle, [&](const Ask& ask) {
-    kept = ddmin(
-        every, [&](const ItemSet& items) { return ask(config_of(items)); }, /*try_empty=*/true);
-  });
-  if (kept.size() >= all.size()) return false;
-  s.accept(config_of(kept), pass, oracle);
-  return true;
+  const ItemSet kept = ddmin(
+      every, [&](const ItemSet& items) { return ask(config_of(items)); }, /*try_empty=*/true);
+  if (kept.size() >= all.size()) return {};
+  return {{pass, config_of(kept)}};
 }
 
 }  // namespace ddpbisect

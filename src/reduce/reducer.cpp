@@ -185,20 +185,40 @@ void Reduction::measure_phase() {
   result_.escalation_trials = oracle_.stats().trials;
 }
 
+// Rounds of the passes until one makes no progress. Each pass's search looks ahead through the
+// passes after it, to the end of the next round, so that a pass with fewer candidates than slots
+// lends the rest to the questions that come next (the result is the same: only answers count).
 void Reduction::reduce_phase(const std::string& rounds) {
   auto passes = make_passes(opt_.strategy);
+  std::vector<const Pass*> enabled;
+  for (const auto& pass : passes)
+    if (spec_.reduce.enabled(pass->dimension())) enabled.push_back(pass.get());
   for (int round = 1;; ++round) {
     bool progress_made = false;
-    for (auto& pass : passes) {
-      if (!spec_.reduce.enabled(pass->dimension()) || oracle_.exhausted()) continue;
-      progress_.phase(rounds + " " + std::to_string(round) + ": " + pass->name());
-      if (pass->run(state_, oracle_)) {
+    for (size_t k = 0; k < enabled.size() && !oracle_.exhausted(); ++k) {
+      progress_.phase(rounds + " " + std::to_string(round) + ": " + enabled[k]->name());
+      const Search lookahead = [&](const Ask& ask) {
+        TrialConfig best = state_.best;
+        bool progress = progress_made;
+        auto sweep = [&](size_t from) {
+          for (size_t j = from; j < enabled.size(); ++j) {
+            Shrunk out = enabled[j]->shrink(best, ask, oracle_);
+            if (out.empty()) continue;
+            best = out.back().second;
+            progress = true;
+          }
+        };
+        sweep(k);
+        if (progress) sweep(0);
+      };
+      if (enabled[k]->run(state_, oracle_, lookahead)) {
         progress_made = true;
         progress_.best(state_.best);
       }
     }
     if (!progress_made || oracle_.exhausted()) break;
   }
+  oracle_.settle();  // the lookahead's trials of a round that did not come
   result_.reduction_trials = oracle_.stats().trials;
 }
 

@@ -72,13 +72,13 @@ std::vector<TrialConfig> speculate(const Oracle& oracle, const Search& search,
 
 }  // namespace
 
-void run_search(Oracle& oracle, const Search& search) {
+void run_search(Oracle& oracle, const Search& search, const Search& lookahead) {
   Answers answers;
   while (std::optional<TrialConfig> q = replay(oracle, search, answers)) {
-    std::vector<TrialConfig> ahead = speculate(oracle, search, answers, *q);
+    std::vector<TrialConfig> ahead = speculate(oracle, lookahead ? lookahead : search, answers, *q);
     answers[q->canonical()] = oracle.interesting(*q, ahead);
   }
-  oracle.settle();
+  if (!lookahead) oracle.settle();
 }
 
 }  // namespace ddpbisect

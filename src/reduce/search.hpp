@@ -19,6 +19,11 @@ using Ask = std::function<bool(const TrialConfig&)>;
 // compute, writing its result where the caller reads it after run_search returns.
 using Search = std::function<void(const Ask& ask)>;
 
-void run_search(Oracle& oracle, const Search& search);
+// `lookahead`, when given, is `search` followed by what the caller runs after it (the passes left
+// in a round): it asks what `search` asks, in the same order, and only speculation replays it, so
+// that free slots start the next search's likely questions while this one waits. Its trials are
+// left running when `search` ends (the next questions keep or cancel them); without a lookahead
+// the speculative trials are cancelled then.
+void run_search(Oracle& oracle, const Search& search, const Search& lookahead = {});
 
 }  // namespace ddpbisect

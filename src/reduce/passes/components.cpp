@@ -5,8 +5,8 @@ namespace ddpbisect {
 namespace {
 class ComponentsPass : public Pass {
  public:
-  bool run(ReductionState& s, Oracle& oracle) override {
-    return reduce_names(s, oracle, &TrialConfig::components, name());
+  Shrunk shrink(const TrialConfig& best, const Ask& ask, const Oracle&) const override {
+    return shrink_names(best, ask, &TrialConfig::components, name());
   }
 };
 }  // namespace

@@ -5,8 +5,8 @@ namespace ddpbisect {
 namespace {
 class FeaturesPass : public Pass {
  public:
-  bool run(ReductionState& s, Oracle& oracle) override {
-    return reduce_names(s, oracle, &TrialConfig::features, name());
+  Shrunk shrink(const TrialConfig& best, const Ask& ask, const Oracle&) const override {
+    return shrink_names(best, ask, &TrialConfig::features, name());
   }
 };
 }  // namespace

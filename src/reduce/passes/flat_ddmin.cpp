@@ -10,13 +10,13 @@ namespace ddpbisect {
 namespace {
 class FlatDdminPass : public Pass {
  public:
-  bool run(ReductionState& s, Oracle& oracle) override {
+  Shrunk shrink(const TrialConfig& best, const Ask& ask, const Oracle&) const override {
     enum Kind { Sample, Component, Feature, Nodes, Procs, Param };
     struct Unit {
       Kind kind;
       size_t index;  // into samples / components / features, or the param's position
     };
-    const TrialConfig base = s.best;
+    const TrialConfig& base = best;
     const auto samples = base.samples.indices();
     std::vector<std::string> params;
     for (const auto& [k, v] : base.params) params.push_back(k);
@@ -67,20 +67,16 @@ class FlatDdminPass : public Pass {
     };
     ItemSet every(units.size());
     for (size_t i = 0; i < units.size(); ++i) every[i] = i;
-    ItemSet kept;
-    run_search(oracle, [&](const Ask& ask) {
-      kept = ddmin(
-          every,
-          [&](const ItemSet& items) {
-            TrialConfig c = config_of(items);
-            return !c.samples.empty() && ask(c);  // no samples is not a configuration
-          },
-          /*try_empty=*/false, /*complement_first=*/false);
-    });
+    const ItemSet kept = ddmin(
+        every,
+        [&](const ItemSet& items) {
+          TrialConfig c = config_of(items);
+          return !c.samples.empty() && ask(c);  // no samples is not a configuration
+        },
+        /*try_empty=*/false, /*complement_first=*/false);
     TrialConfig result = config_of(kept);
-    if (result.canonical() == base.canonical()) return false;
-    s.accept(result, name(), oracle);
-    return true;
+    if (result.canonical() == base.canonical()) return {};
+    return {{name(), result}};
   }
 };
 }  // namespace

@@ -7,33 +7,20 @@ namespace ddpbisect {
 namespace {
 class ParamsPass : public Pass {
  public:
-  bool run(ReductionState& s, Oracle& oracle) override {
-    std::vector<std::string> names;
-    for (const auto& [k, v] : s.best.params)
-      if (k != "steps" && v > 1) names.push_back(k);
-    if (names.empty()) return false;
-    std::map<std::string, int64_t> found;  // each param's smallest failing value, in turn
-    run_search(oracle, [&](const Ask& ask) {
-      TrialConfig c = s.best;
-      for (const auto& k : names) {
-        const int64_t current = c.params.at(k);
-        c.params[k] = smallest_interesting(1, current, [&](int64_t x) {
-          TrialConfig t = c;
-          t.params[k] = x;
-          return x == current || ask(t);
-        });
-        found[k] = c.params[k];
-      }
-    });
-    bool progress = false;
-    for (const auto& k : names) {
-      if (found[k] >= s.best.params.at(k)) continue;
-      TrialConfig c = s.best;
-      c.params[k] = found[k];
-      s.accept(c, name() + "." + k, oracle);
-      progress = true;
+  Shrunk shrink(const TrialConfig& best, const Ask& ask, const Oracle&) const override {
+    Shrunk out;  // each param's smallest failing value, in turn
+    TrialConfig c = best;
+    for (const auto& [k, v] : best.params) {
+      if (k == "steps" || v <= 1) continue;
+      const int64_t current = v;
+      c.params[k] = smallest_interesting(1, current, [&](int64_t x) {
+        TrialConfig t = c;
+        t.params[k] = x;
+        return x == current || ask(t);
+      });
+      if (c.params[k] < current) out.push_back({name() + "." + k, c});
     }
-    return progress;
+    return out;
   }
 };
 }  // namespace

@@ -6,22 +6,18 @@ namespace ddpbisect {
 namespace {
 class SampleCountPass : public Pass {
  public:
-  bool run(ReductionState& s, Oracle& oracle) override {
-    const int64_t n = s.best.samples.size();
-    if (n <= 1) return false;
-    const IndexSet all = s.best.samples;
+  Shrunk shrink(const TrialConfig& best, const Ask& ask, const Oracle&) const override {
+    const int64_t n = best.samples.size();
+    if (n <= 1) return {};
     auto with = [&](int64_t count) {
-      TrialConfig c = s.best;
-      c.samples = all.prefix(count);
+      TrialConfig c = best;
+      c.samples = best.samples.prefix(count);
       return c;
     };
-    int64_t k = n;
-    run_search(oracle, [&](const Ask& ask) {
-      k = smallest_interesting(1, n, [&](int64_t v) { return v == n || ask(with(v)); });
-    });
-    if (k >= n) return false;
-    s.accept(with(k), name(), oracle);
-    return true;
+    const int64_t k =
+        smallest_interesting(1, n, [&](int64_t v) { return v == n || ask(with(v)); });
+    if (k >= n) return {};
+    return {{name(), with(k)}};
   }
 };
 }  // namespace

@@ -6,27 +6,23 @@ namespace ddpbisect {
 namespace {
 class SampleIndicesPass : public Pass {
  public:
-  bool run(ReductionState& s, Oracle& oracle) override {
-    const std::vector<int64_t> all = s.best.samples.indices();
-    if (all.size() <= 1) return false;
+  Shrunk shrink(const TrialConfig& best, const Ask& ask, const Oracle&) const override {
+    const std::vector<int64_t> all = best.samples.indices();
+    if (all.size() <= 1) return {};
     auto config_of = [&](const ItemSet& items) {
       std::vector<int64_t> picked;
       for (size_t i : items) picked.push_back(all[i]);
-      TrialConfig c = s.best;
+      TrialConfig c = best;
       c.samples = IndexSet::from_indices(picked);
       return c;
     };
     ItemSet every(all.size());
     for (size_t i = 0; i < all.size(); ++i) every[i] = i;
-    ItemSet kept;
-    run_search(oracle, [&](const Ask& ask) {
-      kept = find_culprits(every, [&](const ItemSet& items) {
-        return !items.empty() && (items.size() == all.size() || ask(config_of(items)));
-      });
+    const ItemSet kept = find_culprits(every, [&](const ItemSet& items) {
+      return !items.empty() && (items.size() == all.size() || ask(config_of(items)));
     });
-    if (kept.size() >= all.size()) return false;
-    s.accept(config_of(kept), name(), oracle);
-    return true;
+    if (kept.size() >= all.size()) return {};
+    return {{name(), config_of(kept)}};
   }
 };
 }  // namespace

@@ -7,35 +7,23 @@ namespace ddpbisect {
 namespace {
 class TopologyPass : public Pass {
  public:
-  bool run(ReductionState& s, Oracle& oracle) override {
+  Shrunk shrink(const TrialConfig& best, const Ask& ask, const Oracle&) const override {
     std::vector<std::pair<int64_t, int64_t>> shapes;  // (nodes, procs per node)
-    for (int64_t n = 1; n <= s.best.nodes; ++n)
-      for (int64_t p = 1; p <= s.best.procs_per_node; ++p)
-        if (n * p < s.best.world_size() || (n * p == s.best.world_size() && n < s.best.nodes))
+    for (int64_t n = 1; n <= best.nodes; ++n)
+      for (int64_t p = 1; p <= best.procs_per_node; ++p)
+        if (n * p < best.world_size() || (n * p == best.world_size() && n < best.nodes))
           shapes.push_back({n, p});
     std::sort(shapes.begin(), shapes.end(), [](auto a, auto b) {
       return std::make_pair(a.first * a.second, a.first) <
              std::make_pair(b.first * b.second, b.first);
     });
-    std::vector<TrialConfig> candidates;
-    for (auto [n, p] : shapes) {
-      TrialConfig c = s.best;
+    for (auto [n, p] : shapes) {  // the first that fails, in order
+      TrialConfig c = best;
       c.nodes = n;
       c.procs_per_node = p;
-      candidates.push_back(c);
+      if (ask(c)) return {{name(), c}};
     }
-    std::optional<TrialConfig> found;  // the first that fails, in order
-    run_search(oracle, [&](const Ask& ask) {
-      found.reset();
-      for (const auto& c : candidates)
-        if (ask(c)) {
-          found = c;
-          return;
-        }
-    });
-    if (!found) return false;
-    s.accept(*found, name(), oracle);
-    return true;
+    return {};
   }
 };
 }  // namespace

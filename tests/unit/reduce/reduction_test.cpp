@@ -153,6 +153,48 @@ TEST_F(ReductionTest, TheMinimumDoesNotDependOnJobs) {
   }
 }
 
+// Every configuration fails: each pass is answered by its first question (steps 1, then one
+// sample, then no components, ...). While the steps pass waits for its answer, free slots run
+// the questions of the passes after it: the components pass's starts before the steps pass's
+// trial ends. Without the lookahead it would wait for the steps and sample_count passes.
+TEST_F(ReductionTest, APassWaitingForItsAnswerLendsFreeSlotsToThePassesAfterIt) {
+  struct Span {
+    TrialConfig config;
+    int start, end;
+  };
+  std::mutex mu;
+  std::vector<Span> spans;
+  std::atomic<int> tick{0};
+  world.sleep_ms = 100;
+  ReductionOptions o = options(21);
+  o.jobs = 4;
+  o.runner = [&](const TrialRequest& req) {
+    const int start = ++tick;
+    TrialOutcome out = world.run(req);
+    const int end = ++tick;
+    std::lock_guard<std::mutex> lock(mu);
+    spans.push_back({req.config, start, end});
+    return out;
+  };
+  ReductionResult r = run_reduction(spec, o);
+  ASSERT_EQ(r.status, ReductionStatus::Reduced);
+  EXPECT_EQ(r.minimal.samples.size(), 1);
+  EXPECT_TRUE(r.minimal.components.empty());
+  EXPECT_TRUE(r.minimal.features.empty());
+  auto first = [&](const std::function<bool(const TrialConfig&)>& which) -> const Span* {
+    const Span* found = nullptr;
+    for (const auto& s : spans)
+      if (which(s.config) && (!found || s.start < found->start)) found = &s;
+    return found;
+  };
+  const Span* steps = first([](const TrialConfig& c) {
+    return c.param("steps", 0) == 1 && c.samples.size() == 64 && c.components.size() == 5;
+  });
+  const Span* components = first([](const TrialConfig& c) { return c.components.empty(); });
+  ASSERT_TRUE(steps && components);
+  EXPECT_LT(components->start, steps->end);
+}
+
 TEST_F(ReductionTest, EscalationStartsWhereTheFailureWasSeen) {
   world.fails = [](const TrialConfig& c, int) { return planted(c); };
   ReductionOptions o = options(3);
