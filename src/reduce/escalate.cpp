@@ -1,13 +1,22 @@
 #include "reduce/escalate.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
+
+#include "reduce/reruns.hpp"
 
 namespace ddpbisect {
 
 namespace {
 
 constexpr int kExtraRuns = 3;
+
+using Plan = std::vector<std::pair<std::string, TrialConfig>>;  // (stage, configuration)
+
+std::vector<PlannedRun> reruns(const TrialConfig& c) {
+  return std::vector<PlannedRun>(kRerunsBeforeReduction, PlannedRun{c, {}});
+}
 
 struct Climb {
   const Spec& spec;
@@ -17,16 +26,19 @@ struct Climb {
   const TrialConfig* masked = nullptr;  // the last configuration that failed differently
   std::string masked_stage;
 
+  bool is_target(const RunRecord& r) const {
+    const MatchSpec& m = spec.match;
+    return r.status == TrialStatus::Fail && r.signature &&
+           matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
+                          *r.signature) &&
+           (!opt.wanted || same_failure(*opt.wanted, *r.signature, m.level, m.regex, r.text));
+  }
+
   // One trial: is it the target?
   bool attempt(const std::string& stage_name, const TrialConfig& c) {
     RunRecord r = oracle.run(c);
-    const MatchSpec& m = spec.match;
     const bool failed = r.status == TrialStatus::Fail;
-    const bool target =
-        failed && r.signature &&
-        matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
-                       *r.signature) &&
-        (!opt.wanted || same_failure(*opt.wanted, *r.signature, m.level, m.regex, r.text));
+    const bool target = is_target(r);
     const std::string other = r.signature ? r.signature->to_string() : "?";
     e.tried.push_back({c, failed && !target ? "fail (a different failure: " + other + ")"
                                             : std::string(to_string(r.status))});
@@ -41,6 +53,25 @@ struct Climb {
       e.found = true;
     }
     return target;
+  }
+
+  // What to run while entry `i` is awaited: the entries from it on, in order; but once a later
+  // entry has failed with the target, only up to it, and its reruns (the measure phase's) instead
+  // of the entries after it.
+  std::vector<PlannedRun> wanted(const Plan& plan, size_t i) const {
+    std::vector<PlannedRun> out;
+    std::map<std::string, size_t> seen;  // earlier entries of the same configuration from i on
+    for (size_t k = i; k < plan.size(); ++k) {
+      const TrialConfig& c = plan[k].second;
+      out.push_back({c, {}});
+      const size_t nth = seen[c.canonical()]++;
+      const std::vector<RunRecord> done = oracle.spare_runs(c);
+      if (k > i && nth < done.size() && is_target(done[nth])) {
+        for (const auto& r : reruns(c)) out.push_back(r);
+        break;
+      }
+    }
+    return out;
   }
 
   // --from-logs: another failure may fire first and mask the user's. Unmask on the last
@@ -94,7 +125,7 @@ size_t first_stage(const Spec& spec, const EscalationOptions& opt) {
 }
 
 Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& opt) {
-  std::vector<std::pair<std::string, TrialConfig>> plan;
+  Plan plan;
   for (size_t i = first_stage(spec, opt); i < spec.stages.size(); ++i) {
     const Stage& stage = spec.stages[i];
     TrialConfig full = initial_config(spec, stage);
@@ -105,8 +136,19 @@ Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& o
   // A flaky failure can hide from one climb: the full job gets kExtraRuns more chances.
   for (int i = 0; i < kExtraRuns; ++i) plan.push_back(plan.back());
   Climb climb{spec, oracle, opt, {}, nullptr, ""};
-  for (const auto& [stage_name, c] : plan)
-    if (climb.attempt(stage_name, c)) return climb.e;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    // Free slots run the entries after the awaited one (spare runs); the answer is still the
+    // first entry in order that fails with the target.
+    while (oracle.spare_runs(plan[i].second).empty()) {
+      oracle.prefetch(climb.wanted(plan, i));
+      if (!oracle.await_any()) break;  // nothing could start: attempt() runs it
+    }
+    if (climb.attempt(plan[i].first, plan[i].second)) {
+      oracle.prefetch(reruns(plan[i].second));  // the measure phase's
+      return climb.e;
+    }
+  }
+  oracle.prefetch({});
   if (opt.wanted && climb.masked) climb.unmask();
   return climb.e;
 }

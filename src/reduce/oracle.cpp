@@ -28,6 +28,7 @@ struct Oracle::Flight {
   int attempt = 0;
   Env env;
   bool question = false;  // started for interesting(): cancelled once no longer needed
+  bool spare = false;     // started by prefetch(): cancelled once no longer wanted
   Slot slot;
   std::shared_ptr<const Spec> spec;          // the spec, with the slot's hosts when it has some
   std::shared_ptr<const Launcher> launcher;  // that spec's, shared by the trials on those hosts
@@ -209,10 +210,11 @@ bool Oracle::running(const std::string& key) const {
 
 // Starts the next attempt of `config`: from the journal when it holds it (recorded at once),
 // else a trial on its own thread in a free slot. False when there is no slot (or, for a
-// question, no budget) left.
-bool Oracle::start(const TrialConfig& config, bool question, const Env& env) {
+// question or a spare run, no budget) left.
+bool Oracle::start(const TrialConfig& config, Kind kind, const Env& env) {
   const std::string key = key_of(config, env);
   const int attempt = next_attempt(key);
+  if (kind == Kind::Spare) spare_[key].push_back(attempt);
   if (auto it = replay_.find(key); it != replay_.end() && it->second.count(attempt)) {
     RunRecord r = record_from_json(it->second[attempt]);
     it->second.erase(attempt);
@@ -220,17 +222,22 @@ bool Oracle::start(const TrialConfig& config, bool question, const Env& env) {
     record(config, r, env);
     return true;
   }
-  if (question && exhausted()) return false;
+  auto no_room = [&] {
+    if (kind == Kind::Spare) spare_[key].pop_back();
+    return false;
+  };
+  if (kind != Kind::Plain && exhausted()) return no_room();
   throw_if_interrupted();  // never start a trial after Ctrl-C
   check_space();
   std::optional<Slot> slot = pool_.acquire(config);
-  if (!slot) return false;
+  if (!slot) return no_room();
   Flight& f = flights_.emplace_back();
   f.config = config;
   f.key = key;
   f.attempt = attempt;
   f.env = env;
-  f.question = question;
+  f.question = kind == Kind::Question;
+  f.spare = kind == Kind::Spare;
   f.slot = *slot;
   if (slot->hosts.empty()) {
     f.spec = std::shared_ptr<const Spec>(&spec_, [](const Spec*) {});
@@ -324,6 +331,10 @@ void Oracle::land(Flight& f, const Landed& l) {
   if (l.signal) stop_all(l.signal);
   if (l.cancelled) {
     attempts_[f.key].erase(f.attempt);  // never judged: that attempt may run again
+    if (f.spare) {
+      auto& spare = spare_[f.key];
+      spare.erase(std::remove(spare.begin(), spare.end(), f.attempt), spare.end());
+    }
     return;
   }
   try {
@@ -395,10 +406,22 @@ void Oracle::count(const RunRecord& r) {
 
 std::vector<RunRecord> Oracle::runs_of(const TrialConfig& config, int n, const Env& env) {
   const std::string key = key_of(config, env);
+  // These runs are what prefetch() listed for `key`: no more spare ones are started for them.
+  for (int i = 0; i < n; ++i) {
+    auto w = std::find_if(wanted_.begin(), wanted_.end(),
+                          [&](const PlannedRun& p) { return key_of(p.config, p.env) == key; });
+    if (w == wanted_.end()) break;
+    wanted_.erase(w);
+  }
   std::set<int> mine;
+  auto& spare = spare_[key];  // spare runs first, oldest first
+  while (static_cast<int>(mine.size()) < n && !spare.empty()) {
+    mine.insert(spare.front());
+    spare.erase(spare.begin());
+  }
   while (static_cast<int>(mine.size()) < n) {
     const int attempt = next_attempt(key);
-    if (start(config, false, env)) {
+    if (start(config, Kind::Plain, env)) {
       mine.insert(attempt);
     } else {
       await_one();  // no slot free: the first trial to end makes room
@@ -409,7 +432,11 @@ std::vector<RunRecord> Oracle::runs_of(const TrialConfig& config, int n, const E
       if (f.key == key && mine.count(f.attempt)) return true;
     return false;
   };
-  while (mine_running()) await_one();
+  top_up();  // slots these runs leave go to the spare runs still wanted
+  while (mine_running()) {
+    await_one();
+    top_up();
+  }
   std::vector<RunRecord> out;
   for (const auto& r : runs_[key])
     if (mine.count(r.attempt)) out.push_back(r);
@@ -426,6 +453,53 @@ std::vector<RunRecord> Oracle::runs(const TrialConfig& config, int n) {
 
 RunRecord Oracle::debug_run(const TrialConfig& config, const Env& env) {
   return runs_of(config, 1, env).at(0);
+}
+
+void Oracle::prefetch(const std::vector<PlannedRun>& wanted) {
+  wanted_ = wanted;
+  std::map<std::string, size_t> want;
+  for (const auto& w : wanted) ++want[key_of(w.config, w.env)];
+  // Too many spare runs of a key: the newest running ones go.
+  for (auto& [key, attempts] : spare_) {
+    const size_t keep = want.count(key) ? want[key] : 0;
+    for (size_t i = attempts.size(); i-- > 0 && attempts.size() > keep;) {
+      auto f = std::find_if(flights_.begin(), flights_.end(), [&](const Flight& fl) {
+        return fl.spare && fl.key == key && fl.attempt == attempts[i];
+      });
+      if (f == flights_.end()) continue;  // finished: stays until taken
+      *f->cancel = true;
+      attempts.erase(attempts.begin() + static_cast<long>(i));
+    }
+  }
+  top_up();
+}
+
+// Starts, as far as slots and budget allow, a spare run for each entry of wanted_ without one.
+void Oracle::top_up() {
+  std::map<std::string, size_t> listed;
+  for (const auto& w : wanted_) {
+    const std::string key = key_of(w.config, w.env);
+    if (++listed[key] <= spare_[key].size()) continue;
+    if (!start(w.config, Kind::Spare, w.env)) return;
+  }
+}
+
+std::vector<RunRecord> Oracle::spare_runs(const TrialConfig& config) const {
+  const std::string key = config.canonical();
+  std::vector<RunRecord> out;
+  auto spare = spare_.find(key);
+  auto runs = runs_.find(key);
+  if (spare == spare_.end() || runs == runs_.end()) return out;
+  for (int attempt : spare->second)
+    for (const auto& r : runs->second)
+      if (r.attempt == attempt) out.push_back(r);
+  return out;
+}
+
+bool Oracle::await_any() {
+  if (flights_.empty()) return false;
+  await_one();
+  return true;
 }
 
 void Oracle::set_target(const Signature& target, double reproduction_rate) {
@@ -493,11 +567,11 @@ void Oracle::fill(const TrialConfig& config, const std::vector<TrialConfig>& ahe
                                           [&](const Flight& f) { return f.key == k; }));
   };
   while (!verdict(key) && counted_runs(key) + in_flight(key) < repeats_)
-    if (!start(config, true)) return;
+    if (!start(config, Kind::Question)) return;
   for (const auto& a : ahead) {
     const std::string k = a.canonical();
     if (verdict(k) || in_flight(k) || counted_runs(k) > 0) continue;
-    if (!start(a, true)) return;
+    if (!start(a, Kind::Question)) return;
   }
 }
 

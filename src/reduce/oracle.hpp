@@ -2,7 +2,8 @@
 // does it fail with the target signature? It owns running trials (retrying infra outcomes,
 // several at once in the slots the stage leaves free), the cache (no configuration runs twice),
 // the journal and its replay, repeated trials for flaky targets, speculation (trials for
-// questions the caller may ask next, cancelled once no longer needed) and the budget.
+// questions the caller may ask next, and spare runs for the plain runs it will want next, both
+// cancelled once no longer needed) and the budget.
 #pragma once
 
 #include <atomic>
@@ -46,6 +47,12 @@ struct OracleOptions {
 using TrialRunner = std::function<TrialOutcome(const TrialRequest&)>;
 using Env = std::map<std::string, std::string>;
 
+// A plain run (no env) or a debug run the caller will want soon.
+struct PlannedRun {
+  TrialConfig config;
+  Env env;
+};
+
 class Oracle {
  public:
   // Each recorded trial; `interesting` once there is a target to compare with.
@@ -57,13 +64,25 @@ class Oracle {
   Oracle(const Oracle&) = delete;
   Oracle& operator=(const Oracle&) = delete;
 
-  // One more trial of `config` (or the next one recorded in the journal when resuming).
+  // One more trial of `config` (or the next one recorded in the journal when resuming): a spare
+  // one (prefetch) when there is one, finished or still running, else a new one.
   RunRecord run(const TrialConfig& config);
   // `n` more trials of `config`, at once as far as the slots allow; in the order they started.
   std::vector<RunRecord> runs(const TrialConfig& config, int n);
   // One more trial of `config` with debug variables added (TORCH_DISTRIBUTED_DEBUG, ...):
   // counted and journaled (as "debug"), never an answer to a question; replayed on resume.
   RunRecord debug_run(const TrialConfig& config, const Env& env);
+  // Spare runs: a trial for each entry of `wanted` that has no spare one yet (an entry listed
+  // twice wants two), started in order as free slots and the budget allow (now, and while
+  // runs() waits), for run(), runs() or debug_run() to take later; asking for runs of a
+  // configuration strikes as many of its entries off. Spare trials beyond what `wanted` lists
+  // are cancelled (nothing journaled); finished ones stay until taken. prefetch({}) cancels
+  // every one still running.
+  void prefetch(const std::vector<PlannedRun>& wanted);
+  // The finished spare runs of `config` (no env) not taken yet, oldest first.
+  std::vector<RunRecord> spare_runs(const TrialConfig& config) const;
+  // Waits for the next trial to end and records it; false at once when none runs.
+  bool await_any();
 
   void set_target(const Signature& target, double reproduction_rate);
   // A flaky target: its rate, and the repeats a candidate needs, from the runs that measured it.
@@ -112,7 +131,9 @@ class Oracle {
   std::optional<bool> verdict(const std::string& key) const;
   int counted_runs(const std::string& key) const;
   int next_attempt(const std::string& key) const;
-  bool start(const TrialConfig& config, bool question, const Env& env = {});
+  enum class Kind { Plain, Question, Spare };
+  bool start(const TrialConfig& config, Kind kind, const Env& env = {});
+  void top_up();
   std::vector<RunRecord> runs_of(const TrialConfig& config, int n, const Env& env);
   Landed fly(const TrialConfig& config, const std::string& key, int attempt, const Env& env,
              const Slot& slot, const Spec& spec, std::shared_ptr<const Launcher> launcher,
@@ -149,6 +170,8 @@ class Oracle {
   std::map<std::string, size_t> misses_from_;  // by key: the first run a "no" counts (rechecks)
   Replay replay_;  // journaled trials not yet consumed, by key and attempt
   std::map<std::string, std::set<int>> attempts_;  // finished or running, by key
+  std::map<std::string, std::vector<int>> spare_;  // spare attempts not taken, by key, in order
+  std::vector<PlannedRun> wanted_;                 // prefetch()'s list, less the runs taken since
   std::list<Flight> flights_;
   std::mutex mu_;  // guards every Flight's landed result
   std::condition_variable landed_cv_;

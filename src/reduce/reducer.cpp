@@ -170,7 +170,10 @@ void Reduction::measure_phase() {
   progress_.phase("measure reproduction");
   Tally tally;
   tally.add(true);  // the failure escalation found
-  auto runs = oracle_.runs(state_.best, oracle_.affordable(kRerunsBeforeReduction));
+  const int reruns = oracle_.affordable(kRerunsBeforeReduction);
+  // Escalation may have started them (spare runs); any other spare run is cancelled.
+  oracle_.prefetch(std::vector<PlannedRun>(static_cast<size_t>(reruns), {state_.best, {}}));
+  auto runs = oracle_.runs(state_.best, reruns);
   for (const auto& r : runs) tally.add(oracle_.matches(r));
   if (tally.every_time()) {
     reruns_seen_ = tally.runs - 1;
@@ -237,13 +240,18 @@ void Reduction::recheck_phase() {
 // repeats (one trial per candidate may have rejected interesting ones).
 bool Reduction::confirm_phase() {
   progress_.phase("confirm");
-  const int reruns =
-      confirm_reruns(opt_.confirm_runs, flaky_, reruns_seen_, spec_.reduce.confidence);
+  const int reruns = oracle_.affordable(
+      confirm_reruns(opt_.confirm_runs, flaky_, reruns_seen_, spec_.reduce.confidence));
+  // The debug variants run beside the reruns, in the slots they leave (spare runs).
+  std::vector<PlannedRun> wanted(static_cast<size_t>(reruns), {state_.best, {}});
+  for (const Env& env : debug_variants(spec_, oracle_.target().category))
+    wanted.push_back({state_.best, env});
+  oracle_.prefetch(wanted);
   Tally tally;
   tally.add(true);  // the trial that accepted the minimum
-  for (const auto& r : oracle_.runs(state_.best, oracle_.affordable(reruns)))
-    tally.add(oracle_.matches(r));
+  for (const auto& r : oracle_.runs(state_.best, reruns)) tally.add(oracle_.matches(r));
   if (!flaky_ && !tally.every_time()) {
+    oracle_.prefetch({});  // no debug rerun of this minimum
     progress_.note("the minimum did not fail on every rerun (" + tally.text() +
                    "): the failure is flaky; reducing again with repeats");
     measure_flaky(state_.best, tally);
@@ -310,6 +318,7 @@ ReductionResult Reduction::run() {
     result_.minimal = state_.best;
     result_.trace = state_.trace;
     debug_phase();
+    oracle_.prefetch({});  // debug variants not needed after all
     if (const RunRecord* r = oracle_.matching_run(state_.best)) result_.minimal_run = *r;
     result_.status = oracle_.budget_hit() || oracle_.exhausted() ? ReductionStatus::BudgetExhausted
                                                                  : ReductionStatus::Reduced;

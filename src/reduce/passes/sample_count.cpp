@@ -14,8 +14,7 @@ class SampleCountPass : public Pass {
       c.samples = best.samples.prefix(count);
       return c;
     };
-    const int64_t k =
-        smallest_interesting(1, n, [&](int64_t v) { return v == n || ask(with(v)); });
+    const int64_t k = smallest_interesting(1, n, [&](int64_t v) { return v == n || ask(with(v)); });
     if (k >= n) return {};
     return {{name(), with(k)}};
   }

@@ -2,6 +2,7 @@
 // how flakiness is found and paid for) and the exact minimum it must still reach.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -153,46 +154,114 @@ TEST_F(ReductionTest, TheMinimumDoesNotDependOnJobs) {
   }
 }
 
-// Every configuration fails: each pass is answered by its first question (steps 1, then one
-// sample, then no components, ...). While the steps pass waits for its answer, free slots run
-// the questions of the passes after it: the components pass's starts before the steps pass's
-// trial ends. Without the lookahead it would wait for the steps and sample_count passes.
-TEST_F(ReductionTest, APassWaitingForItsAnswerLendsFreeSlotsToThePassesAfterIt) {
+namespace {
+// When each trial started and ended, as ticks of one counter: which trials ran side by side.
+struct Timeline {
   struct Span {
     TrialConfig config;
+    Env env;
     int start, end;
   };
   std::mutex mu;
   std::vector<Span> spans;
   std::atomic<int> tick{0};
+
+  TrialRunner around(Synthetic& world) {
+    return [this, &world](const TrialRequest& req) {
+      const int start = ++tick;
+      TrialOutcome out = world.run(req);
+      const int end = ++tick;
+      std::lock_guard<std::mutex> lock(mu);
+      if (out.status != TrialStatus::Interrupted)
+        spans.push_back({req.config, req.extra_env, start, end});
+      return out;
+    };
+  }
+  // The spans `which` picks, by start.
+  std::vector<const Span*> all(const std::function<bool(const Span&)>& which) const {
+    std::vector<const Span*> out;
+    for (const auto& s : spans)
+      if (which(s)) out.push_back(&s);
+    std::sort(out.begin(), out.end(),
+              [](const Span* a, const Span* b) { return a->start < b->start; });
+    return out;
+  }
+};
+}  // namespace
+
+// Every configuration fails: each pass is answered by its first question (steps 1, then one
+// sample, then no components, ...). While the steps pass waits for its answer, free slots run
+// the questions of the passes after it: the components pass's starts before the steps pass's
+// trial ends. Without the lookahead it would wait for the steps and sample_count passes.
+TEST_F(ReductionTest, APassWaitingForItsAnswerLendsFreeSlotsToThePassesAfterIt) {
   world.sleep_ms = 100;
+  Timeline timeline;
   ReductionOptions o = options(21);
   o.jobs = 4;
-  o.runner = [&](const TrialRequest& req) {
-    const int start = ++tick;
-    TrialOutcome out = world.run(req);
-    const int end = ++tick;
-    std::lock_guard<std::mutex> lock(mu);
-    spans.push_back({req.config, start, end});
-    return out;
-  };
+  o.runner = timeline.around(world);
   ReductionResult r = run_reduction(spec, o);
   ASSERT_EQ(r.status, ReductionStatus::Reduced);
   EXPECT_EQ(r.minimal.samples.size(), 1);
   EXPECT_TRUE(r.minimal.components.empty());
   EXPECT_TRUE(r.minimal.features.empty());
-  auto first = [&](const std::function<bool(const TrialConfig&)>& which) -> const Span* {
-    const Span* found = nullptr;
-    for (const auto& s : spans)
-      if (which(s.config) && (!found || s.start < found->start)) found = &s;
-    return found;
-  };
-  const Span* steps = first([](const TrialConfig& c) {
-    return c.param("steps", 0) == 1 && c.samples.size() == 64 && c.components.size() == 5;
+  const auto steps = timeline.all([](const Timeline::Span& s) {
+    return s.config.param("steps", 0) == 1 && s.config.samples.size() == 64 &&
+           s.config.components.size() == 5;
   });
-  const Span* components = first([](const TrialConfig& c) { return c.components.empty(); });
-  ASSERT_TRUE(steps && components);
-  EXPECT_LT(components->start, steps->end);
+  const auto components =
+      timeline.all([](const Timeline::Span& s) { return s.config.components.empty(); });
+  ASSERT_FALSE(steps.empty());
+  ASSERT_FALSE(components.empty());
+  EXPECT_LT(components[0]->start, steps[0]->end);
+}
+
+// The single stage's trial is slow and passes; the node stage's fails at once. While the climb
+// waits for the single stage, the node stage runs beside it, and once it has failed its two
+// reruns start too: the single stage's trial is still running when all three have started. The
+// answer and the trials counted are the sequential climb's.
+TEST_F(ReductionTest, TheClimbRunsTheNextStagesAndTheRerunsWhileALowerStageRuns) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  world.duration_ms = [](const TrialConfig& c) { return c.world_size() == 1 ? 400 : 10; };
+  Timeline timeline;
+  ReductionOptions o = options(22);
+  o.jobs = 4;
+  o.runner = timeline.around(world);
+  ReductionResult r = run_reduction(spec, o);
+  expect_planted_minimum(r);
+  EXPECT_EQ(r.stage, "node");
+  EXPECT_EQ(world.runs_of(r.original), 3);  // as with one slot: found, then two reruns
+  ASSERT_FALSE(r.tried.empty());
+  const std::string single_key = r.tried.front().first.canonical();
+  const auto single =
+      timeline.all([&](const Timeline::Span& s) { return s.config.canonical() == single_key; });
+  const auto node = timeline.all(
+      [&](const Timeline::Span& s) { return s.config.canonical() == r.original.canonical(); });
+  ASSERT_EQ(single.size(), 1u);
+  ASSERT_GE(node.size(), 3u);
+  EXPECT_LT(node[2]->start, single[0]->end);
+}
+
+// A hang's debug variants (DETAIL, then INFO) run beside the minimum's confirmation reruns, in
+// the slots those leave, instead of after them.
+TEST_F(ReductionTest, DebugVariantsRunBesideTheConfirmationReruns) {
+  world.signature.category = "hang";
+  world.signature.exception = "";
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  world.sleep_ms = 50;
+  Timeline timeline;
+  ReductionOptions o = options(23);
+  o.jobs = 4;
+  o.runner = timeline.around(world);
+  ReductionResult r = run_reduction(spec, o);
+  expect_planted_minimum(r);
+  ASSERT_TRUE(r.debug_run.has_value());
+  const auto debug = timeline.all([](const Timeline::Span& s) { return !s.env.empty(); });
+  const auto minimum = timeline.all([&](const Timeline::Span& s) {
+    return s.env.empty() && s.config.canonical() == r.minimal.canonical();
+  });
+  ASSERT_FALSE(debug.empty());
+  ASSERT_GE(minimum.size(), 4u);  // the one that accepted it, then three reruns
+  EXPECT_LT(debug[0]->start, minimum.back()->end);
 }
 
 TEST_F(ReductionTest, EscalationStartsWhereTheFailureWasSeen) {
