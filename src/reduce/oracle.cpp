@@ -475,11 +475,13 @@ void Oracle::prefetch(const std::vector<PlannedRun>& wanted) {
 }
 
 // Starts, as far as slots and budget allow, a spare run for each entry of wanted_ without one.
+// Not where such trials cannot run side by side (one slot: the caller runs them in turn, as it
+// would without spare runs, and a resumed run's replays cannot hand the slot to a later entry).
 void Oracle::top_up() {
   std::map<std::string, size_t> listed;
   for (const auto& w : wanted_) {
     const std::string key = key_of(w.config, w.env);
-    if (++listed[key] <= spare_[key].size()) continue;
+    if (++listed[key] <= spare_[key].size() || pool_.width(w.config) <= 1) continue;
     if (!start(w.config, Kind::Spare, w.env)) return;
   }
 }

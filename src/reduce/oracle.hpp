@@ -74,9 +74,9 @@ class Oracle {
   RunRecord debug_run(const TrialConfig& config, const Env& env);
   // Spare runs: a trial for each entry of `wanted` that has no spare one yet (an entry listed
   // twice wants two), started in order as free slots and the budget allow (now, and while
-  // runs() waits), for run(), runs() or debug_run() to take later; asking for runs of a
-  // configuration strikes as many of its entries off. Spare trials beyond what `wanted` lists
-  // are cancelled (nothing journaled); finished ones stay until taken. prefetch({}) cancels
+  // runs() waits; never with one slot), for run(), runs() or debug_run() to take later; asking for
+  // runs of a configuration strikes as many of its entries off. Spare trials beyond what `wanted`
+  // lists are cancelled (nothing journaled); finished ones stay until taken. prefetch({}) cancels
   // every one still running.
   void prefetch(const std::vector<PlannedRun>& wanted);
   // The finished spare runs of `config` (no env) not taken yet, oldest first.
