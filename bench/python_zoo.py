@@ -8,7 +8,10 @@ ratio = wall / full trial; then the median ratio. Targets (issue #20): median <=
 
 --wait START,STEP: the waiting variant, a copy of each case whose ranks sleep START seconds before
 their first step and STEP seconds per batch (a dataset mount, remote storage: trials that mostly
-wait, so that 2 cores can run four of them at once). --jobs N: passed to the reduction.
+wait, so that 2 cores can run four of them at once). A spec's fixed limits.hang_after grows by
+START + STEP in the copy, as a user whose job waits so would set it: a rank that sleeps that
+long before its first heartbeat, using next to no CPU (a warm start's), is otherwise taken for
+hung. --jobs N: passed to the reduction.
 --ddmin: also the textbook ddmin strategy, for its trials and time.
 --preload MODS|auto: the reduction with warm starts (`workload.preload`); the full trial it is
 divided by stays cold (what the user pays to see the failure once).
@@ -16,6 +19,7 @@ usage: python_zoo.py DDPBISECT ZOO_DIR [NAME...] [--jobs N] [--wait START,STEP] 
                      [--preload auto]"""
 import json
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -53,6 +57,9 @@ def variant(spec, tmp, warm=False):
     if wait:
         edited = edited.replace("env: {", f'env: {{ZOO_WAIT: "{wait}", ')
         assert edited.count("ZOO_WAIT") == 1, spec
+        waits = sum(float(w) for w in wait.split(","))
+        edited = re.sub(r"hang_after: ([0-9.]+)s",
+                        lambda m: f"hang_after: {float(m.group(1)) + waits:g}s", edited)
     if warm and preload:
         listed = preload if preload == "auto" else f"[{preload}]"
         edited = edited.replace(f"cwd: {spec.parent}\n", f"cwd: {spec.parent}\n  preload: {listed}\n")
