@@ -177,6 +177,12 @@ struct Timeline {
       return out;
     };
   }
+  // A reduction of `spec` with `jobs` slots, its trials recorded here.
+  ReductionResult reduce(const Spec& spec, ReductionOptions o, Synthetic& world, int jobs = 4) {
+    o.jobs = jobs;
+    o.runner = around(world);
+    return run_reduction(spec, o);
+  }
   // The spans `which` picks, by start.
   std::vector<const Span*> all(const std::function<bool(const Span&)>& which) const {
     std::vector<const Span*> out;
@@ -196,10 +202,7 @@ struct Timeline {
 TEST_F(ReductionTest, APassWaitingForItsAnswerLendsFreeSlotsToThePassesAfterIt) {
   world.sleep_ms = 100;
   Timeline timeline;
-  ReductionOptions o = options(21);
-  o.jobs = 4;
-  o.runner = timeline.around(world);
-  ReductionResult r = run_reduction(spec, o);
+  ReductionResult r = timeline.reduce(spec, options(21), world);
   ASSERT_EQ(r.status, ReductionStatus::Reduced);
   EXPECT_EQ(r.minimal.samples.size(), 1);
   EXPECT_TRUE(r.minimal.components.empty());
@@ -223,10 +226,7 @@ TEST_F(ReductionTest, TheClimbRunsTheNextStagesAndTheRerunsWhileALowerStageRuns)
   world.fails = [](const TrialConfig& c, int) { return planted(c); };
   world.duration_ms = [](const TrialConfig& c) { return c.world_size() == 1 ? 400 : 10; };
   Timeline timeline;
-  ReductionOptions o = options(22);
-  o.jobs = 4;
-  o.runner = timeline.around(world);
-  ReductionResult r = run_reduction(spec, o);
+  ReductionResult r = timeline.reduce(spec, options(22), world);
   expect_planted_minimum(r);
   EXPECT_EQ(r.stage, "node");
   EXPECT_EQ(world.runs_of(r.original), 3);  // as with one slot: found, then two reruns
@@ -249,10 +249,7 @@ TEST_F(ReductionTest, DebugVariantsRunBesideTheConfirmationReruns) {
   world.fails = [](const TrialConfig& c, int) { return planted(c); };
   world.sleep_ms = 50;
   Timeline timeline;
-  ReductionOptions o = options(23);
-  o.jobs = 4;
-  o.runner = timeline.around(world);
-  ReductionResult r = run_reduction(spec, o);
+  ReductionResult r = timeline.reduce(spec, options(23), world);
   expect_planted_minimum(r);
   ASSERT_TRUE(r.debug_run.has_value());
   const auto debug = timeline.all([](const Timeline::Span& s) { return !s.env.empty(); });
