@@ -10,6 +10,7 @@ is the spec's folder; the same minimum is expected. Every case: no process is le
 usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S] [--preload MOD,MOD...]"""
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,14 @@ for spec in sorted(zoo.glob("*.yaml")):
             cmd += ["--strategy", strategy]
         start = time.time()
         proc = subprocess.run(cmd, capture_output=True, text=True)
+        # A flaky case (an expected rate): the climb gives the failure five multi-rank chances
+        # (node, multinode, three more of the full job), which all miss a 0.6 flake 1 % of the
+        # time. Not reproduced (exit 3) there is that luck, not a wrong minimum: once more.
+        if proc.returncode == 3 and "rate" in expect:
+            print(f"note {spec.stem}: not reproduced by a flaky climb; reducing once more",
+                  flush=True)
+            shutil.rmtree(tmp + "/out", ignore_errors=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True)
         elapsed = time.time() - start
         problems = []
         if proc.returncode != 0:
