@@ -2,6 +2,7 @@
 #include "launch/cgroup.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -20,7 +21,19 @@ TEST(TrialCgroup, KillsADescendantThatLeftTheProcessGroup) {
   p.join_cgroups = group.procs_files();
   {
     RankSet set({}, [] { return false; });
-    ASSERT_TRUE(set.start(p).ok());
+    StartResult started = set.start(p);
+    ASSERT_TRUE(started.ok());
+    // The set kills sh's process group when it ends: the sleeper must have left it first (on a
+    // loaded machine the background child may not have run setsid yet when sh exits).
+    auto left_the_group = [&] {
+      for (pid_t pid : find_token(token))
+        if (pid != started.child.pid && getpgid(pid) >= 0 && getpgid(pid) != started.child.pid)
+          return true;
+      return false;
+    };
+    for (int i = 0; i < 500 && !left_the_group(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(left_the_group()) << "the setsid'd sleeper did not start";
     while (set.any_running()) set.wait(0.1);
   }
   for (int i = 0; i < 500 && find_token(token).empty(); ++i)
