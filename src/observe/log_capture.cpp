@@ -74,6 +74,11 @@ void StreamCapture::write_line(std::string_view text, double t_ms) {
   if (times_) std::fprintf(times_, "%.1f\n", t_ms);
 }
 
+void StreamCapture::flush() {
+  if (log_) std::fflush(log_);
+  if (times_) std::fflush(times_);
+}
+
 void StreamCapture::close(double t_ms) {
   if (closed_) return;
   closed_ = true;

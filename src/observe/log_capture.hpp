@@ -46,6 +46,8 @@ class StreamCapture {
   void feed(const char* data, size_t n, double t_ms);
   // Ends the stream: an unterminated last line is kept, the kept tail is written.
   void close(double t_ms);
+  // What was written so far reaches the files (a reading while the trial runs).
+  void flush();
 
   int64_t bytes_seen() const { return seen_; }
   int64_t bytes_dropped() const { return dropped_; }

@@ -50,6 +50,8 @@ nlohmann::json TrialOutcome::to_json() const {
               {"bytes", r.bytes},
               {"bytes_dropped", r.dropped}};
     if (!r.stack.empty()) j["stack"] = r.stack;
+    if (r.finished_s >= 0) j["finished_s"] = r.finished_s;
+    if (!r.blocked_in.empty()) j["blocked_in"] = r.blocked_in;
     ranks_json.push_back(j);
   }
   json j = {{"status", to_string(status)},
@@ -63,6 +65,11 @@ nlohmann::json TrialOutcome::to_json() const {
             {"duration_s", duration_s},
             {"hang_threshold_s", hang_threshold_s},
             {"hang_declared_s", hang_declared_s ? json(*hang_declared_s) : json(nullptr)},
+            {"hang_confirmed_s", hang_confirmed_s ? json(*hang_confirmed_s) : json(nullptr)},
+            {"timings",
+             {{"first_step_s", first_step_s >= 0 ? json(first_step_s) : json(nullptr)},
+              {"slowest_step_s", slowest_step_s},
+              {"longest_pause_s", longest_pause_s}}},
             {"first_failure_rank", first_failure_rank ? json(*first_failure_rank) : json(nullptr)},
             {"port_clash", port_clash},
             {"log_cap_hit", log_cap_hit},
@@ -70,6 +77,11 @@ nlohmann::json TrialOutcome::to_json() const {
             {"containment", containment},
             {"ranks", ranks_json}};
   if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
+  if (!hang_confirmed_by.empty()) j["hang_confirmed_by"] = hang_confirmed_by;
+  if (stop == StopReason::Hang) j["hang_evidence"] = hang_evidence;
+  if (timed_out_exiting) j["timed_out"] = "exiting";
+  if (timed_out_progressing) j["timed_out"] = "progressing";
+  if (!notes.empty()) j["notes"] = notes;
   if (!stacks_by.empty()) j["stacks_by"] = stacks_by;
   if (!agent_logs.empty()) j["agent_logs"] = agent_logs;
   if (stop != StopReason::None) j["stopped_by"] = to_string(stop);

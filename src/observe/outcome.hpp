@@ -31,6 +31,8 @@ struct RankRecord {
   long long last_step = -1;
   long long heartbeats = 0;
   double last_progress_s = 0;
+  double finished_s = -1;  // when its agent said it finished training (destroy, exit), -1 never
+  std::string blocked_in;  // where its process waited in the kernel when stacks were asked for
   std::vector<double> step_times;  // when each heartbeat arrived (the first 4096)
   std::string stdout_path, stderr_path;
   int64_t bytes = 0, dropped = 0;
@@ -63,7 +65,18 @@ struct TrialOutcome {
   std::string token;  // DDPBISECT_TRIAL_TOKEN: in every process of the trial's environment
   double started_unix = 0, duration_s = 0;
   double hang_threshold_s = 0;
-  std::optional<double> hang_declared_s;
+  std::optional<double> hang_declared_s;   // a suspected hang: quiet for the threshold
+  std::optional<double> hang_confirmed_s;  // ... that held (confirmation window, or matched)
+  std::string hang_confirmed_by;           // "window" | "expected"
+  // The job's own timings (the reducer learns hang_after/trial_timeout: auto from them).
+  double first_step_s = -1, slowest_step_s = 0, longest_pause_s = 0;
+  std::vector<std::string> notes;  // what a reader should know: a slow exit, a timeout ...
+  // What the stacks of a hang showed: "stacks" (a rank's frames), "kernel" (programs that give
+  // no stack, every one blocked in a system call), "" nothing: not judged a hang.
+  std::string hang_evidence;
+  // At the trial timeout: every rank still running had finished training (a slow exit), or some
+  // rank was still making progress (the trial was too short to judge).
+  bool timed_out_exiting = false, timed_out_progressing = false;
   std::optional<int> first_failure_rank;
   bool port_clash = false;
   bool log_cap_hit = false;

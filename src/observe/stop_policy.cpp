@@ -73,7 +73,13 @@ StopDecision StopPolicy::decide(const StopInputs& in) {
   if (in.resource_exceeded) return stop(StopAction::KillAll, StopReason::ResourceLimit, in.t);
   if (reason_ == StopReason::None) {
     // Once a rank has failed, the others' silence is its consequence: the grace period owns it.
-    if (!grace_until_ && in.hung) return stop(StopAction::RequestStacks, StopReason::Hang, in.t);
+    if (!grace_until_ && in.hung && in.hang_confirmed)
+      return stop(StopAction::RequestStacks, StopReason::Hang, in.t);
+    if (!in.hung) sampled_ = false;  // progress again: a later quiet spell is sampled afresh
+    if (!grace_until_ && in.hung && !sampled_) {
+      sampled_ = true;
+      return {StopAction::SampleStacks, StopReason::Hang};
+    }
     if (in.t > limits_.timeout_s) return stop(StopAction::RequestStacks, StopReason::Timeout, in.t);
     if (grace_until_ && in.t >= *grace_until_)
       return stop(StopAction::RequestStacks, StopReason::EarlyStop, in.t);

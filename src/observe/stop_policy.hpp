@@ -1,8 +1,11 @@
 // When a trial stops, as a pure function of time and what was observed: a failure starts the
-// grace period (limits.grace) after which the survivors are stopped; a hang or the trial
-// timeout asks every rank for its stack, then kills after a short wait for the dumps; an
-// interrupt, a cancellation, a start failure or an exceeded resource limit kills at once. The trial
-// runner feeds it and carries out its decisions; it never looks at a clock or a process itself.
+// grace period (limits.grace) after which the survivors are stopped; a suspected hang (quiet for
+// the threshold) first samples the ranks' stacks without stopping them, and only a confirmed one
+// (quiet for the longer confirmation window, or its sampled stacks already the expected hang's)
+// asks every rank for its stack and kills after a short wait for the dumps, as the trial timeout
+// does; an interrupt, a cancellation, a start failure or an exceeded resource limit kills at
+// once. The trial runner feeds it and carries out its decisions; it never looks at a clock or a
+// process itself.
 #pragma once
 
 #include <optional>
@@ -24,7 +27,8 @@ enum class StopReason {
 const char* to_string(StopReason reason);  // "" for None, else "early_stop", "hang", ...
 std::optional<StopReason> parse_stop_reason(std::string_view text);
 
-enum class StopAction { None, RequestStacks, KillAll };
+// SampleStacks: a suspected hang's stacks, asked only where asking does not end the rank.
+enum class StopAction { None, SampleStacks, RequestStacks, KillAll };
 
 struct StopDecision {
   StopAction action = StopAction::None;
@@ -40,10 +44,11 @@ struct StopLimits {
 // What the runner saw at time t (seconds since the trial started).
 struct StopInputs {
   double t = 0;
-  bool hung = false;               // the hang detector's verdict
+  bool hung = false;               // quiet for the hang threshold: suspected
   bool interrupted = false;        // SIGINT/SIGTERM reached the driver
   bool resource_exceeded = false;  // limits.memory / limits.max_procs hit
   bool cancelled = false;          // the reducer cancelled the trial
+  bool hang_confirmed = false;     // quiet for the confirmation window, or the sample matched
 };
 
 class StopPolicy {
@@ -64,7 +69,7 @@ class StopPolicy {
   StopLimits limits_;
   StopReason reason_ = StopReason::None;
   std::optional<double> grace_until_, kill_at_;
-  bool killed_ = false, start_failed_ = false, stacks_in_ = false;
+  bool killed_ = false, start_failed_ = false, stacks_in_ = false, sampled_ = false;
 };
 
 }  // namespace ddpbisect

@@ -47,6 +47,9 @@ TrialSetup prepare_trial(const TrialRequest& req, TrialOutcome& out) {
   s.place.token = random_token();
   s.place.extra_env = req.extra_env;
   s.cancelled = req.cancelled;
+  s.hang_floor_s = req.hang_floor_s;
+  s.timeout_s = req.timeout_s;
+  s.expected_hang = req.expected_hang;
   // DDPBISECT_FLIGHT_RECORDER=1 (a hang's debug rerun, or the spec's env): the Flight
   // Recorder's dumps go to <trial>/fr.
   auto asked = [&](const std::map<std::string, std::string>& env) {
@@ -145,7 +148,9 @@ TrialOutcome run_trial(const TrialRequest& req) {
   reap_orphans();
   watch.finish(out);
   out.interrupt_signal = out.stop == StopReason::Cancel ? 0 : interrupt_signal();
-  end.timeout_text = format_duration(spec.limits.trial_timeout);
+  end.timeout_text = req.timeout_s ? format_duration(std::chrono::milliseconds(
+                                         static_cast<long long>(*req.timeout_s * 1000)))
+                                   : format_duration(spec.limits.trial_timeout);
   Verdict v = judge_trial(out, end);
   if (v.status == TrialStatus::Fail) {
     diagnose_failure(spec, out);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "launch/launcher.hpp"
@@ -25,6 +26,12 @@ struct TrialRequest {
   // Polled while the ranks run: true stops the trial (every rank killed and reaped) and it
   // returns Interrupted with interrupt_signal 0. The reducer cancels speculative trials with it.
   std::function<bool()> cancelled = nullptr;
+  // Learned from the job's earlier trials by the reducer (unset: from the spec): the least hang
+  // threshold (limits.hang_after: auto) and the trial timeout (limits.trial_timeout: auto).
+  std::optional<double> hang_floor_s = std::nullopt, timeout_s = std::nullopt;
+  // When a suspected hang's sampled stacks already read as a failure this accepts (the target
+  // being reduced), the hang is confirmed then, without waiting out the confirmation window.
+  std::function<bool(const Diagnosis&)> expected_hang = nullptr;
 };
 
 TrialOutcome run_trial(const TrialRequest& request);

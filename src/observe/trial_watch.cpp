@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "diagnose/diagnosis.hpp"
 #include "launch/process.hpp"
+#include "launch/process_tree.hpp"
 #include "launch/torchrun.hpp"
 #include "launch/warm_server.hpp"
 #include "observe/stacks.hpp"
@@ -35,9 +38,24 @@ size_t count_ranks(const TrialSetup& setup) {
   return n;
 }
 
-std::optional<double> fixed_hang(const Spec& spec) {
-  if (!spec.limits.hang_after) return std::nullopt;
-  return spec.limits.hang_after->count() / 1000.0;
+// On a loaded machine everything takes longer: the limits left `auto` grow with the run queue
+// per CPU when the trial starts (up to twice), never below what the job's trials showed.
+double load_factor() {
+  static thread_local double cached = -1, at = -10;
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - at > 1.0) cached = std::clamp(machine_load(), 1.0, 2.0), at = now;
+  return cached;
+}
+
+HangOptions hang_options(const Spec& spec, const TrialSetup& setup, const TrialOutcome& out) {
+  HangOptions o;
+  if (spec.limits.hang_after) o.fixed_threshold_s = spec.limits.hang_after->count() / 1000.0;
+  o.floor_s *= load_factor();
+  o.startup_s *= load_factor();
+  if (setup.hang_floor_s) o.floor_s = std::max(o.floor_s, *setup.hang_floor_s);
+  o.cpu_after_heartbeat = out.config.device != "cuda";
+  return o;
 }
 
 std::string size_text(int64_t bytes) {
@@ -62,6 +80,22 @@ std::optional<ResourceFault> resource_fault(const Limits& limits, const CgroupEv
   return std::nullopt;
 }
 
+// A line of a stack dump (faulthandler's, py-spy's, our worker's, the agent's trace): the answer
+// to a stack request, never progress, however late it comes.
+bool is_dump_line(std::string_view line) {
+  auto starts = [&](std::string_view p) { return line.substr(0, p.size()) == p; };
+  return starts("Thread 0x") || starts("Current thread 0x") || starts("  File \"") ||
+         starts("Stack (most recent call first)") || starts("DDPBISECT_COLLECTIVES ") ||
+         starts("  <no Python frame>") || starts("Process ") || starts("Python v") ||
+         starts("Thread ") || starts("    ") || starts("ddpbisect-worker stack dump") ||
+         line.empty();
+}
+
+// Whether a dump holds a frame (faulthandler's, py-spy's and our worker's all print `File "…"`).
+bool has_frames(const std::string& stack) {
+  return stack.find("File \"") != std::string::npos;
+}
+
 // What a rank printed on stderr after the stack request: its dump.
 std::string read_stack(const RankRecord& rec, double requested_at) {
   std::ifstream err(rec.stderr_path), times(rec.stderr_path + ".times");
@@ -75,7 +109,9 @@ std::string read_stack(const RankRecord& rec, double requested_at) {
 // A torchrun agent forwards its ranks' output from their log files on a polling thread, so a
 // dump reaches us later than a rank's own pipe would bring it: wait longer before the kill.
 StopLimits stop_limits(const Spec& spec, const TrialSetup& setup) {
-  StopLimits l{spec.limits.grace.count() / 1000.0, spec.limits.trial_timeout.count() / 1000.0};
+  StopLimits l{spec.limits.grace.count() / 1000.0,
+               setup.timeout_s ? *setup.timeout_s * load_factor()
+                               : spec.limits.trial_timeout.count() / 1000.0};
   for (const auto& slot : setup.slots)
     if (slot.agent_ranks > 0) l.dump_wait_s = 4.0;
   return l;
@@ -93,6 +129,8 @@ struct TrialWatch::Rank {
   pid_t pid = -1;
   int real_rank = -1;  // the global rank the rendezvous gave it (torchrun), -1 unknown
   double stack_requested_at = -1;
+  TreeCounter tree;    // CPU time and I/O of the rank's process and every descendant
+  bool asked = false;  // a stack could be asked of one of its processes
 };
 
 // A process of the RankSet: a rank itself, or a torchrun agent with its node's ranks.
@@ -110,9 +148,10 @@ TrialWatch::TrialWatch(const Spec& spec, const TrialSetup& setup, TrialOutcome& 
     : spec_(spec),
       setup_(setup),
       out_(out),
-      policy_(stop_limits(spec, setup)),
+      limits_(stop_limits(spec, setup)),
+      policy_(limits_),
       budget_{spec.limits.log_cap_bytes},
-      hang_(static_cast<int>(count_ranks(setup)), fixed_hang(spec)),
+      hang_(static_cast<int>(count_ranks(setup)), hang_options(spec, setup, out)),
       t0_(now_s()) {
   out.started_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -178,8 +217,18 @@ void TrialWatch::on_line(size_t i, std::string_view line, double t) {
     r.last_step = hb->step;
     if (r.step_times.size() < 4096) r.step_times.push_back(t);
     hang_.on_heartbeat(static_cast<int>(i), hb->step, t);
+  } else if (auto a = parse_activity(line)) {
+    hang_.on_activity(static_cast<int>(i), *a, t);
+    if (a->activity == Activity::Finished || a->activity == Activity::Exiting)
+      r.finished_s = r.finished_s < 0 ? t : r.finished_s;
+    // An uncaught exception: the traceback is out, the rank is tearing down; its exit status
+    // may be long in coming (a teardown that waits for peers), so the grace starts now.
+    if (a->activity == Activity::Exiting && a->error && !first_failure_) {
+      first_failure_ = i;
+      policy_.on_rank_failed(t);
+    }
   } else {
-    hang_.on_output(static_cast<int>(i), t);
+    if (!is_dump_line(line)) hang_.on_output(static_cast<int>(i), t);
     if (is_port_clash(line)) out_.port_clash = true;
   }
 }
@@ -299,7 +348,6 @@ void TrialWatch::find_workers(const RankSet& set) {
       const size_t k = static_cast<size_t>(std::atoi(local->second.c_str()));
       if (k >= p.count) continue;
       Rank& r = *ranks_[p.first + k];
-      if (r.pid != child) hang_.on_process_changed(static_cast<int>(p.first + k));
       r.pid = child;
       if (r.rec.pid < 0) r.rec.pid = child;
       if (auto g = env.find("RANK"); g != env.end() && r.real_rank < 0)
@@ -317,10 +365,7 @@ void TrialWatch::find_warm_ranks(const RankSet& set) {
     // Still the stub's pid (set at start) until the forked rank is found.
     if (procs_[r.process]->agent || !set.running(r.process) || r.pid != set.pid(r.process))
       continue;
-    if (pid_t forked = warm_rank_pid(r.pid); forked > 0) {
-      r.pid = forked;
-      hang_.on_process_changed(static_cast<int>(i));
-    }
+    if (pid_t forked = warm_rank_pid(r.pid); forked > 0) r.pid = forked;
   }
 }
 
@@ -328,18 +373,22 @@ bool TrialWatch::running(const RankSet& set, size_t i) const {
   return set.running(ranks_[i]->process) && !ranks_[i]->ended;
 }
 
-// Every 250 ms: CPU time (progress for ranks without heartbeats), torchrun's workers, the
+// Every 250 ms: each rank's CPU time and I/O (its whole process tree), torchrun's workers, the
 // cgroup's limits.
 void TrialWatch::sample(const RankSet& set) {
   const double now = t();
   if (now < next_sample_) return;
   find_workers(set);
   find_warm_ranks(set);
+  const ProcessTable table = ProcessTable::read();
   // A torchrun rank not started yet: its agent's work (imports, rendezvous) is its progress.
   for (size_t i = 0; i < ranks_.size(); ++i)
     if (running(set, i)) {
-      const pid_t pid = ranks_[i]->pid > 0 ? ranks_[i]->pid : set.pid(ranks_[i]->process);
-      hang_.on_cpu(static_cast<int>(i), process_cpu_seconds(pid), now);
+      Rank& r = *ranks_[i];
+      r.tree.update(table, r.pid > 0 ? r.pid : set.pid(r.process));
+      hang_.on_cpu(static_cast<int>(i), r.tree.cpu_seconds(), now);
+      hang_.on_io(static_cast<int>(i), r.tree.io_bytes(), now);
+      if (r.tree.io_wait()) hang_.on_io_wait(static_cast<int>(i), now);
     }
   if (!out_.resource) {
     out_.resource = resource_fault(spec_.limits, setup_.cgroup.events());
@@ -400,18 +449,38 @@ void TrialWatch::signal_processes(RankSet& set, const std::map<size_t, StackAsks
 // left alone); ranks that run on other hosts through the launcher.
 void TrialWatch::request_stacks(RankSet& set, StopReason why) {
   const double now = t();
-  if (why == StopReason::Hang) out_.hang_declared_s = now;
+  if (why == StopReason::Timeout) {
+    bool any = false, all_finished = true;
+    for (size_t i = 0; i < ranks_.size(); ++i)
+      if (running(set, i)) {
+        any = true;
+        all_finished = all_finished && hang_.finished(static_cast<int>(i));
+      }
+    out_.timed_out_exiting = any && all_finished;
+    out_.timed_out_progressing = !out_.timed_out_exiting && !hang_.hung(now);
+  }
+  if (why == StopReason::Hang) {
+    out_.hang_declared_s = sampled_at_ ? *sampled_at_ : now;
+    out_.hang_confirmed_s = now;
+    out_.hang_confirmed_by = sample_matched_ ? "expected" : "window";
+  }
   for (size_t i = 0; i < ranks_.size(); ++i)
     progress_at_stop_.push_back(hang_.last_progress(static_cast<int>(i)));
+  hang_.mute(1e300);  // what the ranks do from here on answers the request
+  // The sample's stacks already show the expected hang: they are the evidence.
+  if (why == StopReason::Hang && sample_matched_) return policy_.on_stacks_collected();
   std::map<size_t, StackAsks> asks;
   std::vector<int> elsewhere;  // nodes of ranks with no local process to ask
   bool by_agent = false;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     const Rank& r = *ranks_[i];
     if (!running(set, i) || (procs_[r.process]->agent && r.pid <= 0)) continue;
-    ranks_[i]->stack_requested_at = now;
+    if (ranks_[i]->stack_requested_at < 0) ranks_[i]->stack_requested_at = now;
+    const pid_t pid = r.pid > 0 ? r.pid : set.pid(r.process);
+    ranks_[i]->rec.blocked_in = process_wait_channel(pid);
     const int agent = agent_stack_signal(setup_.processes[r.process].env);
-    asks[i] = stack_requests(r.pid > 0 ? r.pid : set.pid(r.process), agent);
+    asks[i] = stack_requests(pid, agent);
+    ranks_[i]->asked = ranks_[i]->asked || !asks[i].empty();
     if (asks[i].empty()) elsewhere.push_back(r.rec.node);
     for (const auto& ask : asks[i]) by_agent = by_agent || ask.second == agent;
   }
@@ -430,6 +499,77 @@ void TrialWatch::request_stacks(RankSet& set, StopReason why) {
   signal_processes(set, asks);
 }
 
+// A suspected hang: every live rank's stack where asking leaves the rank running (the agent's
+// signal, py-spy, the worker's dump; never faulthandler's fatal SIGABRT), so that the hang can be
+// confirmed later, or refuted by progress, and its stacks compared with the expected hang's.
+void TrialWatch::sample_stacks(RankSet& set) {
+  const double now = t();
+  sampled_at_ = now;
+  sample_read_ = false;
+  std::map<size_t, StackAsks> asks;
+  bool every_rank = true;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = *ranks_[i];
+    if (!running(set, i) || hang_.finished(static_cast<int>(i))) continue;
+    if (procs_[r.process]->agent && r.pid <= 0) {
+      every_rank = false;
+      continue;
+    }
+    const pid_t pid = r.pid > 0 ? r.pid : set.pid(r.process);
+    asks[i] = stack_requests(pid, agent_stack_signal(setup_.processes[r.process].env));
+  }
+  read_with_py_spy(asks);
+  for (auto& [i, a] : asks) {
+    a.erase(std::remove_if(a.begin(), a.end(), [](const auto& x) { return x.second == SIGABRT; }),
+            a.end());
+    if (a.empty()) every_rank = false;
+  }
+  for (auto& [i, a] : asks) {
+    Rank& r = *ranks_[i];
+    r.asked = true;
+    if (r.stack_requested_at < 0) r.stack_requested_at = now;
+    r.rec.blocked_in = process_wait_channel(r.pid > 0 ? r.pid : set.pid(r.process));
+  }
+  hang_.mute(now + limits_.dump_wait_s);
+  signal_processes(set, asks);
+  // Only a sample of every rank can be compared with the expected hang.
+  sample_read_ = !every_rank;
+}
+
+// After the sample's dumps are in: do they already read as the hang the reducer expects?
+bool TrialWatch::sample_matches_expected() {
+  if (!setup_.expected_hang || sample_read_ || !sampled_at_) return false;
+  if (t() < *sampled_at_ + limits_.dump_wait_s) return false;
+  sample_read_ = true;
+  TrialOutcome now = out_;
+  now.duration_s = t();
+  now.hang_threshold_s = hang_.threshold();
+  now.hang_declared_s = *sampled_at_;
+  now.stop = StopReason::Hang;
+  for (auto& r : ranks_) {
+    r->out->flush();
+    r->err->flush();
+    RankRecord rec = r->rec;
+    if (rec.killed_by == StopReason::None && !r->ended) rec.killed_by = StopReason::Hang;
+    if (r->stack_requested_at >= 0) rec.stack = read_stack(rec, r->stack_requested_at);
+    now.ranks.push_back(rec);
+  }
+  std::sort(now.ranks.begin(), now.ranks.end(),
+            [](const RankRecord& a, const RankRecord& b) { return a.rank < b.rank; });
+  DiagnosisInput din = inputs_from_outcome(now.to_json());
+  din.library_patterns = spec_.match.ignore_frames;
+  const Diagnosis d = diagnose(din);
+  sample_matched_ = d.failed && d.root.category == "hang" && setup_.expected_hang(d);
+  return sample_matched_;
+}
+
+// How long a suspected hang must hold before it counts (when no expected hang matched it):
+// several thresholds, so that a pause of the job's own is not taken for its bug.
+double TrialWatch::confirm_window() const {
+  const double threshold = hang_.threshold();
+  return std::max(3.0 * threshold, threshold + 10.0);
+}
+
 void TrialWatch::kill_all(RankSet& set, StopReason why) {
   for (size_t i = 0; i < ranks_.size(); ++i)
     if (running(set, i) && ranks_[i]->rec.killed_by == StopReason::None)
@@ -445,8 +585,15 @@ void TrialWatch::watch(RankSet& set) {
     sample(set);
     const double now = t();
     const bool cancelled = setup_.cancelled && setup_.cancelled();
+    const bool hung = hang_.hung(now);
+    if (!hung) sampled_at_.reset(), sample_matched_ = false;
+    // The trial's end confirms a hang suspected by then (a long confirmation window, a short
+    // timeout).
+    const bool confirmed = hung && (hang_.hung(now, confirm_window() - hang_.threshold()) ||
+                                    now > limits_.timeout_s || sample_matches_expected());
     StopDecision d =
-        policy_.decide({now, hang_.hung(now), ev.stopped, resource_exceeded(now), cancelled});
+        policy_.decide({now, hung, ev.stopped, resource_exceeded(now), cancelled, confirmed});
+    if (d.action == StopAction::SampleStacks) sample_stacks(set);
     if (d.action == StopAction::RequestStacks) request_stacks(set, d.reason);
     if (d.action == StopAction::KillAll) kill_all(set, d.reason);
   }
@@ -480,6 +627,9 @@ void TrialWatch::rename_to_real_ranks() {
 void TrialWatch::finish(TrialOutcome& out) {
   out.duration_s = t();
   out.hang_threshold_s = hang_.threshold();
+  out.first_step_s = hang_.first_heartbeat();
+  out.slowest_step_s = hang_.slowest_step();
+  out.longest_pause_s = hang_.longest_pause();
   for (auto& p : procs_)
     for (auto& c : p->own)
       if (c) c->close(out.duration_s * 1000.0);
@@ -494,10 +644,20 @@ void TrialWatch::finish(TrialOutcome& out) {
                                                          : hang_.last_progress(static_cast<int>(i));
   }
   rename_to_real_ranks();
+  bool frames = false, any_asked = false, blocked = false;
   for (auto& r : ranks_) {
     if (r->stack_requested_at >= 0) r->rec.stack = read_stack(r->rec, r->stack_requested_at);
+    frames = frames || (r->asked && has_frames(r->rec.stack));
+    any_asked = any_asked || r->asked;
+    blocked = blocked || !r->rec.blocked_in.empty();
+    if (r->rec.finished_s >= 0 && r->rec.end_s - r->rec.finished_s >= 5.0)
+      out.notes.push_back("slow exit: rank " + std::to_string(r->rec.rank) + " took " +
+                          std::to_string(std::lround(r->rec.end_s - r->rec.finished_s)) +
+                          " s from the end of its training to its exit");
     out.ranks.push_back(r->rec);
   }
+  if (policy_.reason() == StopReason::Hang)
+    out.hang_evidence = frames ? "stacks" : (!any_asked && blocked ? "kernel" : "");
   std::sort(out.ranks.begin(), out.ranks.end(),
             [](const RankRecord& a, const RankRecord& b) { return a.rank < b.rank; });
   if (first_failure_) out.first_failure_rank = ranks_[*first_failure_]->rec.rank;

@@ -33,6 +33,8 @@ struct TrialSetup {
   std::vector<ProcessSpec> processes;
   TrialCgroup cgroup;               // every process of the trial on this machine, killed as one
   std::function<bool()> cancelled;  // the reducer no longer needs the answer (may be null)
+  std::optional<double> hang_floor_s, timeout_s;  // TrialRequest's
+  std::function<bool(const Diagnosis&)> expected_hang;
 };
 
 class TrialWatch {
@@ -66,6 +68,9 @@ class TrialWatch {
   using StackAsks = std::vector<std::pair<pid_t, int>>;  // a rank's processes and signals
   bool read_with_py_spy(std::map<size_t, StackAsks>& asks);
   void signal_processes(RankSet& set, const std::map<size_t, StackAsks>& asks);
+  void sample_stacks(RankSet& set);
+  bool sample_matches_expected();
+  double confirm_window() const;
   void request_stacks(RankSet& set, StopReason why);
   void kill_all(RankSet& set, StopReason why);
   void rename_to_real_ranks();
@@ -73,6 +78,7 @@ class TrialWatch {
   const Spec& spec_;
   const TrialSetup& setup_;
   TrialOutcome& out_;
+  const StopLimits limits_;  // fixed when the trial starts
   StopPolicy policy_;
   LogBudget budget_;
   HangDetector hang_;
@@ -82,6 +88,8 @@ class TrialWatch {
   double next_sample_ = 0, resource_seen_at_ = 0;
   std::optional<size_t> first_failure_;  // index into ranks_
   std::vector<double> progress_at_stop_;
+  std::optional<double> sampled_at_;  // a suspected hang's stacks were asked for then
+  bool sample_read_ = false, sample_matched_ = false;
 };
 
 }  // namespace ddpbisect

@@ -31,11 +31,29 @@ Verdict judge_trial(const TrialOutcome& out, const TrialEnd& end) {
   if (out.port_clash)
     return {TrialStatus::Infra, "MASTER_PORT " + std::to_string(out.master_port) +
                                     " was taken (address already in use)"};
-  if (out.stop == StopReason::Hang)
-    return {TrialStatus::Fail, "hang: no rank made progress for " +
-                                   std::to_string(static_cast<int>(out.hang_threshold_s)) + " s"};
-  if (out.stop == StopReason::Timeout)
+  if (out.stop == StopReason::Hang) {
+    const std::string quiet = std::to_string(static_cast<int>(out.hang_threshold_s)) + " s";
+    // No stack to say where the ranks waited (empty dumps, a teardown with no Python frame
+    // left): not evidence enough to call it the job's hang.
+    if (out.hang_evidence.empty())
+      return {TrialStatus::Infra, "no rank made progress for " + quiet +
+                                      ", but no stack showed where any rank waited: not judged"};
+    return {TrialStatus::Fail, "hang: no rank made progress for " + quiet};
+  }
+  if (out.stop == StopReason::Timeout) {
+    bool failed = false;
+    for (const auto& r : out.ranks) failed = failed || r.failed();
+    if (out.timed_out_exiting && !failed)
+      return {TrialStatus::Pass,
+              "every rank finished training; the ranks still exiting at the "
+              "trial timeout (" +
+                  end.timeout_text + ") were stopped"};
+    if (out.timed_out_progressing)
+      return {TrialStatus::Infra, "the trial timeout (" + end.timeout_text +
+                                      ") came while the ranks were still making progress: too "
+                                      "short to judge (limits.trial_timeout)"};
     return {TrialStatus::Fail, "trial timeout after " + end.timeout_text};
+  }
   bool all_ok = true;
   for (const auto& r : out.ranks) all_ok = all_ok && r.exit_code == 0 && r.signal == 0;
   if (all_ok) return {TrialStatus::Pass, "every rank exited 0"};

@@ -58,6 +58,9 @@ def restart_in_fork():
     state.rank = None
     state.max_steps = _int(ENV.get("DDPBISECT_MAX_STEPS"))
     state.samples_auto = ENV.get("DDPBISECT_SAMPLES_AUTO") == "1"
+    activity = sys.modules.get("ddpbisect_agent.activity")
+    if activity is not None:
+        activity.restart_in_fork()
     signum = _int(ENV.get("DDPBISECT_STACK_SIGNAL"))
     if signum != state.signum:
         _register_stack_signal(signum)

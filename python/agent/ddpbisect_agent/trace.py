@@ -20,7 +20,7 @@ import time
 
 import _signal
 
-from . import ENV, RANK_PID, frames, restart_syscalls, state
+from . import ENV, RANK_PID, activity, frames, restart_syscalls, state
 from .frames import user_frame
 from .core import become_rank, internal_error, rank, write
 
@@ -413,6 +413,10 @@ def _wrap_lifecycle(op, fn):
             internal_error("trace." + op, e)
             return fn(*args, **kwargs)
         mask = None
+        if op == "destroy_process_group":
+            group = args[0] if args else kwargs.get("group")
+            if group is None or (_default is not None and group is _default.pg):
+                activity.finished(op)
         if op == "init_process_group":
             mask = _block_stack_signal()
             if state.role == "process":  # children started from now on are helpers; set before
@@ -461,6 +465,7 @@ def patch_c10d(module):
             setattr(module, op, _wrap_lifecycle(op, fn))
     state.on_stack_request = dump
     state.on_rank.append(_on_rank)
+    activity.watch_exit()
     _start_watcher()  # now, in the main thread, before init_process_group can hang
 
 
@@ -664,6 +669,10 @@ def _watch(fd):
             return
         if not ready:
             _flush_heartbeat(older_than=BEAT_AGE)
+            try:
+                activity.look(_ring)
+            except Exception as e:
+                internal_error("activity", e)
             continue
         if not data:
             return

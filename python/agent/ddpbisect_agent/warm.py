@@ -260,6 +260,7 @@ def _print_exception(e):
     while tb is not None and tb.tb_frame.f_code.co_filename in ours:
         tb = tb.tb_next
     e.__traceback__ = tb  # hooks that print e.__traceback__ (torch's) see the same
+    sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb  # as the interpreter sets
     try:
         sys.excepthook(type(e), e, tb)
     except Exception:

@@ -12,8 +12,13 @@ StopPolicy policy() {
 }
 
 StopDecision at(StopPolicy& p, double t, bool hung = false, bool interrupted = false,
-                bool resource = false, bool cancelled = false) {
-  return p.decide({t, hung, interrupted, resource, cancelled});
+                bool resource = false, bool cancelled = false, bool confirmed = true) {
+  return p.decide({t, hung, interrupted, resource, cancelled, confirmed});
+}
+
+// A hang suspected (quiet for the threshold) but not yet confirmed.
+StopDecision suspected(StopPolicy& p, double t) {
+  return at(p, t, /*hung=*/true, false, false, false, /*confirmed=*/false);
 }
 
 void expect(const StopDecision& d, StopAction action, StopReason reason) {
@@ -58,6 +63,24 @@ TEST(StopPolicy, AHangAsksForStacksThenKills) {
   expect(at(p, 8.0, true), StopAction::None, StopReason::None);
   expect(at(p, 8.5, true), StopAction::KillAll, StopReason::Hang);
   EXPECT_EQ(p.reason(), StopReason::Hang);
+}
+
+TEST(StopPolicy, ASuspectedHangIsSampledOnceAndStoppedOnlyWhenConfirmed) {
+  StopPolicy p = policy();
+  expect(suspected(p, 5.0), StopAction::SampleStacks, StopReason::Hang);
+  EXPECT_EQ(p.reason(), StopReason::None);  // the trial runs on
+  for (double t = 5.5; t < 15; t += 0.5)
+    expect(suspected(p, t), StopAction::None, StopReason::None);
+  expect(at(p, 15.0, true), StopAction::RequestStacks, StopReason::Hang);
+  expect(at(p, 16.5, true), StopAction::KillAll, StopReason::Hang);
+}
+
+TEST(StopPolicy, ProgressAfterASampleEndsTheSuspicion) {
+  StopPolicy p = policy();
+  expect(suspected(p, 5.0), StopAction::SampleStacks, StopReason::Hang);
+  expect(at(p, 6.0), StopAction::None, StopReason::None);                  // a heartbeat: not hung
+  expect(suspected(p, 11.0), StopAction::SampleStacks, StopReason::Hang);  // a new quiet spell
+  EXPECT_EQ(p.reason(), StopReason::None);
 }
 
 TEST(StopPolicy, StacksReadFromOutsideNeedNoWait) {

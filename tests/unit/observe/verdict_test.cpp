@@ -47,11 +47,36 @@ TEST(Verdict, HangAndTimeoutAreFailuresWithTheirOwnReason) {
   TrialOutcome o =
       two_ranks(rank(0, -1, SIGKILL, StopReason::Hang), rank(1, -1, SIGKILL, StopReason::Hang));
   o.stop = StopReason::Hang;
+  o.hang_evidence = "stacks";
   Verdict v = judge_trial(o, {});
   EXPECT_EQ(v.status, TrialStatus::Fail);
   EXPECT_EQ(v.reason, "hang: no rank made progress for 5 s");
   o.stop = StopReason::Timeout;
   EXPECT_EQ(judge_trial(o, {"", "2m"}).reason, "trial timeout after 2m");
+}
+
+// A hang whose stacks show nothing (empty dumps, a teardown with no Python frame) is no evidence.
+TEST(Verdict, AHangWithoutStacksIsNotJudged) {
+  TrialOutcome o =
+      two_ranks(rank(0, -1, SIGKILL, StopReason::Hang), rank(1, -1, SIGKILL, StopReason::Hang));
+  o.stop = StopReason::Hang;
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Infra);
+  EXPECT_NE(v.reason.find("no stack showed where any rank waited"), std::string::npos);
+}
+
+TEST(Verdict, ATimeoutWhileExitingIsAPassAndOneWhileProgressingIsNotJudged) {
+  TrialOutcome o = two_ranks(rank(0, 0), rank(1, -1, SIGKILL, StopReason::Timeout));
+  o.stop = StopReason::Timeout;
+  o.timed_out_exiting = true;
+  Verdict v = judge_trial(o, {"", "2m"});
+  EXPECT_EQ(v.status, TrialStatus::Pass);
+  EXPECT_NE(v.reason.find("every rank finished training"), std::string::npos);
+  o.timed_out_exiting = false;
+  o.timed_out_progressing = true;
+  v = judge_trial(o, {"", "2m"});
+  EXPECT_EQ(v.status, TrialStatus::Infra);
+  EXPECT_NE(v.reason.find("still making progress"), std::string::npos);
 }
 
 TEST(Verdict, NotTheBugIsInfra) {
