@@ -169,7 +169,8 @@ int reduce(const ReduceCliOptions& o) {
     return exit_code::kInternal;
   }
   if (report.result.status == ReductionStatus::NotReproduced) {
-    std::cout << "ddpbisect: no stage failed ("
+    std::cout << "ddpbisect: no stage failed"
+              << (report.result.notes.empty() ? "" : " the way your job does") << " ("
               << plural(static_cast<long long>(report.result.tried.size()), "trial")
               << "); nothing to reduce. Report: " << (fs::path(opt.out_dir) / "report.md").string()
               << "\n";

@@ -47,8 +47,10 @@ std::string where(const json& d) {
 
 }  // namespace
 
-void apply_auto_dimensions(const Spec& spec, const std::string& trial_dir, TrialConfig& config) {
-  if (!spec.command || !spec.command->agent) return;
+std::vector<std::string> apply_auto_dimensions(const Spec& spec, const std::string& trial_dir,
+                                               TrialConfig& config) {
+  std::vector<std::string> notes;
+  if (!spec.command || !spec.command->agent) return notes;
   const CommandWorkload& c = *spec.command;
   const Measured m = read_trial(trial_dir);
   const std::string seen = " (first failing trial: " + trial_dir + ")";
@@ -58,8 +60,11 @@ void apply_auto_dimensions(const Spec& spec, const std::string& trial_dir, Trial
   for (const auto& d : m.datasets) {
     if (d.contains("error")) {
       // out_of_range is the agent's own check of the indices: never a culprit.
-      if (c.samples_auto || json_field(d, "error", "") == "out_of_range")
+      if (json_field(d, "error", "") == "out_of_range")
         throw WorkloadInputError("samples: auto: " + json_field(d, "message", json_text(d)) + seen);
+      if (c.samples_auto && notes.empty())
+        notes.push_back("samples: auto: " + json_field(d, "message", json_text(d)) +
+                        "; the samples are not reduced");
       continue;
     }
     if (!d.contains("len") || !d["len"].is_number_integer()) continue;
@@ -73,15 +78,18 @@ void apply_auto_dimensions(const Spec& spec, const std::string& trial_dir, Trial
   }
 
   if (c.samples_auto && config.samples.empty()) {
-    if (!len)
-      throw WorkloadInputError(
-          "samples: auto: no rank printed the agent's DDPBISECT_DATASET line, so the training "
-          "data set's length is unknown (is it a Python program iterating a DataLoader or a "
-          "DistributedSampler? an IterableDataset or a custom sampler needs "
-          "ddpbisect.samples(), or give workload.samples)" +
+    // The failure came before any data was read (or from a loader the agent cannot see): the
+    // failure is still the one to chase; only the samples cannot be cut.
+    if (!len && notes.empty())
+      notes.push_back(
+          "samples: auto: no rank printed the agent's DDPBISECT_DATASET line before the failure "
+          "(it came before any data was read, or the data comes from an IterableDataset or a "
+          "custom sampler: ddpbisect.samples() or workload.samples would give them), so the "
+          "samples are not reduced" +
           seen);
-    if (*len < 1) throw WorkloadInputError("samples: auto: the training data set is empty" + seen);
-    config.samples = IndexSet::first_n(*len);
+    if (len && *len < 1)
+      throw WorkloadInputError("samples: auto: the training data set is empty" + seen);
+    if (len) config.samples = IndexSet::first_n(*len);
   } else if (len && !config.samples.empty() && config.samples.max() >= *len) {
     throw WorkloadInputError("workload.samples: index " + std::to_string(config.samples.max()) +
                              " is outside the training data set (" + std::to_string(*len) +
@@ -94,6 +102,7 @@ void apply_auto_dimensions(const Spec& spec, const std::string& trial_dir, Trial
     // Steps 0..last_step completed on the furthest rank; the failure came in the next one.
     config.params["steps"] = std::max<long long>(1, m.last_step + 2);
   }
+  return notes;
 }
 
 }  // namespace ddpbisect

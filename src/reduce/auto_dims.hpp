@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
@@ -22,7 +23,10 @@ class WorkloadInputError : public std::runtime_error {
 // Sets config's auto dimensions from the trial in `trial_dir` (its outcome.json and rank logs):
 // samples 0..len-1 when `samples: auto` gave none; under `steps: auto`, params.steps = the steps
 // up to the one the trial failed in (the furthest rank's last heartbeat step + 2: steps count
-// from 0). Throws WorkloadInputError.
-void apply_auto_dimensions(const Spec& spec, const std::string& trial_dir, TrialConfig& config);
+// from 0). A dimension the trial could not measure (no data set read before the failure) stays
+// unreduced, and the returned notes say so. Throws WorkloadInputError when the workload
+// contradicts the spec (a count beyond the data set, ranks reading different data sets).
+std::vector<std::string> apply_auto_dimensions(const Spec& spec, const std::string& trial_dir,
+                                               TrialConfig& config);
 
 }  // namespace ddpbisect

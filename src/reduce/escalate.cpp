@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "reduce/reruns.hpp"
@@ -25,13 +26,18 @@ struct Climb {
   Escalation e;
   const TrialConfig* masked = nullptr;  // the last configuration that failed differently
   std::string masked_stage;
+  std::optional<Signature> job_failure;  // how the user's own job was seen to fail
+
+  const Signature* wanted() const {
+    return opt.wanted ? opt.wanted : job_failure ? &*job_failure : nullptr;
+  }
 
   bool is_target(const RunRecord& r) const {
     const MatchSpec& m = spec.match;
     return r.status == TrialStatus::Fail && r.signature &&
            matches_pinned(m.signature_category, m.signature_exception, m.signature_frame,
                           *r.signature) &&
-           (!opt.wanted || same_failure(*opt.wanted, *r.signature, m.level, m.regex, r.text));
+           (!wanted() || same_failure(*wanted(), *r.signature, m.level, m.regex, r.text));
   }
 
   // One trial: is it the target?
@@ -124,6 +130,19 @@ size_t first_stage(const Spec& spec, const EscalationOptions& opt) {
   return 0;
 }
 
+// The words for a cheaper stage's failure that the job does not share: a world-size check says so.
+std::string not_the_jobs(const std::string& stage, const RunRecord& r, const std::string& job) {
+  static const std::regex topology(
+      R"(world[ _]?size|num_processes|nprocs|number of (processes|gpus|devices|nodes)|devices?\b.*\bdoes not match)",
+      std::regex::icase);
+  const std::string what = r.signature ? r.signature->to_string() : "a failure";
+  std::string s = "stage '" + stage + "' failed with " + what +
+                  ", which is not your job's failure (" + job + ")";
+  if (std::regex_search(r.text, topology))
+    s += ": the stage's topology does not fit the job (a world-size check), so it was skipped";
+  return s;
+}
+
 Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& opt) {
   Plan plan;
   for (size_t i = first_stage(spec, opt); i < spec.stages.size(); ++i) {
@@ -134,8 +153,9 @@ Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& o
     plan.push_back({stage.name, full});
   }
   // A flaky failure can hide from one climb: the full job gets kExtraRuns more chances.
+  const size_t job_at = plan.size() - 1;  // the user's own job: the last stage, full size
   for (int i = 0; i < kExtraRuns; ++i) plan.push_back(plan.back());
-  Climb climb{spec, oracle, opt, {}, nullptr, ""};
+  Climb climb{spec, oracle, opt, {}, nullptr, "", std::nullopt};
   for (size_t i = 0; i < plan.size(); ++i) {
     // Free slots run the entries after the awaited one (spare runs); the answer is still the
     // first entry in order that fails with the target.
@@ -143,10 +163,51 @@ Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& o
       oracle.prefetch(climb.wanted(plan, i));
       if (!oracle.await_any()) break;  // nothing could start: attempt() runs it
     }
-    if (climb.attempt(plan[i].first, plan[i].second)) {
+    if (!climb.attempt(plan[i].first, plan[i].second)) continue;
+    if (i >= job_at || climb.wanted()) {
       oracle.prefetch(reruns(plan[i].second));  // the measure phase's
       return climb.e;
     }
+    // A cheaper configuration failed: the target stands once the job is seen to fail that way.
+    const Escalation found = climb.e;  // climb.e keeps it, and the job's tries are added
+    std::optional<RunRecord> job_run;
+    for (size_t k = job_at; k < plan.size() && !job_run; ++k) {
+      RunRecord r = oracle.run(plan[k].second);
+      climb.e.tried.push_back({plan[k].second, to_string(r.status)});
+      if (r.status == TrialStatus::Fail && r.signature) job_run = r;
+    }
+    const MatchSpec& m = spec.match;
+    if (job_run &&
+        same_failure(*found.run.signature, *job_run->signature, m.level, m.regex, job_run->text)) {
+      climb.e.found = true;  // found's stage, configuration and run, with the job's tries
+      climb.e.notes.push_back("your job (stage '" + plan[job_at].first +
+                              "') fails the same way: the target stands");
+      oracle.prefetch(reruns(found.config));
+      return climb.e;
+    }
+    climb.e.found = false;
+    if (!job_run) {
+      climb.e.notes.push_back(
+          not_the_jobs(found.stage, found.run,
+                       "it passed " + std::to_string(plan.size() - job_at) + " times") +
+          "; there is nothing of your job's to reduce");
+      oracle.prefetch({});
+      return climb.e;
+    }
+    // The job fails otherwise: that failure is the one to find, from the next stage up.
+    climb.job_failure = *job_run->signature;
+    climb.e.notes.push_back(
+        not_the_jobs(found.stage, found.run, "it fails with " + job_run->signature->to_string()));
+    for (size_t k = i + 1; k < job_at; ++k)
+      if (climb.attempt(plan[k].first, plan[k].second)) break;
+    if (!climb.e.found) {  // the job itself is the first configuration failing its way
+      climb.e.stage = plan[job_at].first;
+      climb.e.config = plan[job_at].second;
+      climb.e.run = *job_run;
+      climb.e.found = true;
+    }
+    oracle.prefetch(reruns(climb.e.config));
+    return climb.e;
   }
   oracle.prefetch({});
   if (opt.wanted && climb.masked) climb.unmask();

@@ -1,7 +1,10 @@
 // Escalation: climb the stage ladder cheapest first, from the stage where the failure was seen
 // when that is known (--from-logs, --stage); within a stage a cheap variant (fewer steps, fewer
 // samples) comes before the full configuration when it at least halves the work. The first
-// failure (that a pinned match.signature or --from-logs accepts) sets the target.
+// failure (that a pinned match.signature or --from-logs accepts) proposes the target, and it
+// stands only once the user's own job (the last stage at full size) is seen to fail that way: a
+// failure the cheaper configuration itself causes (a world-size check) is not the job's bug, so
+// the climb goes on for the job's own failure, and a job that passes has nothing to reduce.
 #pragma once
 
 #include <optional>
@@ -24,6 +27,7 @@ struct Escalation {
   TrialConfig config;  // the first failing configuration
   RunRecord run;
   std::vector<std::pair<TrialConfig, std::string>> tried;  // every configuration and its status
+  std::vector<std::string> notes;  // what the climb found worth saying (a stage not the job's)
 };
 
 Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& options = {});

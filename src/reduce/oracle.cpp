@@ -61,7 +61,9 @@ json record_json(const TrialConfig& c, const RunRecord& r, const Env& env) {
             {"status", to_string(r.status)},
             {"last_step", r.last_step},
             {"dir", r.dir},
-            {"text", r.text.substr(0, kJournaledText)}};
+            {"text", r.text.substr(0, kJournaledText)},
+            {"duration_s", r.duration_s},
+            {"pause_s", r.pause_s}};
   j["signature"] = r.signature ? r.signature->to_json() : json(nullptr);
   if (!env.empty()) j["env"] = env;
   return j;
@@ -77,6 +79,8 @@ RunRecord record_from_json(const json& e) {
   r.dir = json_strict(e, "dir", "");
   r.text = json_strict(e, "text", "");
   r.attempt = json_strict<int>(e, "attempt", 0);
+  r.duration_s = json_strict<double>(e, "duration_s", 0.0);
+  r.pause_s = json_strict<double>(e, "pause_s", 0.0);
   r.replayed = true;
   return r;
 }
@@ -91,6 +95,8 @@ RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
   r.status = o.status;
   r.dir = o.dir;
   r.attempt = attempt;
+  r.duration_s = o.duration_s;
+  r.pause_s = o.longest_pause_s;
   // The last step the failing rank finished (the others may have run on): the steps pass cuts
   // right after it. Without a failing rank, the furthest any rank got.
   const int root = o.failure() ? o.diagnosis->root.rank().value_or(-1) : -1;
@@ -248,20 +254,21 @@ bool Oracle::start(const TrialConfig& config, Kind kind, const Env& env) {
   }
   f.launcher = launcher_for(*f.spec);
   attempts_[key].insert(attempt);
-  f.thread = std::thread([this, config, key, attempt, env, slot = *slot, spec = f.spec,
-                          launcher = f.launcher, cancel = f.cancel, landed = f.landed] {
-    Landed l;
-    try {
-      l = fly(config, key, attempt, env, slot, *spec, launcher, *cancel);
-    } catch (...) {
-      l.error = std::current_exception();
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      *landed = std::move(l);
-    }
-    landed_cv_.notify_all();
-  });
+  f.thread =
+      std::thread([this, config, key, attempt, env, slot = *slot, spec = f.spec,
+                   launcher = f.launcher, cancel = f.cancel, landed = f.landed, hints = hints()] {
+        Landed l;
+        try {
+          l = fly(config, key, attempt, env, slot, *spec, launcher, *cancel, hints);
+        } catch (...) {
+          l.error = std::current_exception();
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          *landed = std::move(l);
+        }
+        landed_cv_.notify_all();
+      });
   return true;
 }
 
@@ -269,8 +276,9 @@ bool Oracle::start(const TrialConfig& config, Kind kind, const Env& env) {
 Oracle::Landed Oracle::fly(const TrialConfig& config, const std::string& key, int attempt,
                            const Env& env, const Slot& slot, const Spec& spec,
                            std::shared_ptr<const Launcher> launcher,
-                           const std::atomic<bool>& cancel) const {
+                           const std::atomic<bool>& cancel, const Hints& hints) const {
   Landed out;
+  std::optional<double> timeout = hints.timeout_s;
   for (int i = 0; i < 3; ++i) {
     if ((out.signal = interrupt_signal()) != 0) return out;
     if ((out.cancelled = cancel.load())) return out;
@@ -287,7 +295,15 @@ Oracle::Landed Oracle::fly(const TrialConfig& config, const std::string& key, in
     }
     req.cancelled = [&cancel] { return cancel.load(); };
     req.launcher = launcher;
+    req.hang_floor_s = hints.hang_floor_s;
+    req.timeout_s = timeout;
+    if (hints.expected_hang && env.empty())
+      req.expected_hang = [this, want = *hints.expected_hang](const Diagnosis& d) {
+        return same_failure(want, d.signature, opt_.level, opt_.regex, d.root.message);
+      };
     TrialOutcome o = runner_(req);
+    // Too short to judge: the next attempt gets twice as long.
+    if (o.timed_out_progressing && timeout) *timeout *= 2;
     out.record = record_from_outcome(o, attempt);
     if (o.status == TrialStatus::Interrupted) {
       out.signal = o.interrupt_signal;
@@ -376,8 +392,20 @@ void Oracle::check_space() const {
     throw OutputError(opt_.out_dir, ENOSPC);
 }
 
+Oracle::Hints Oracle::hints() const {
+  Hints h{timings_.hang_floor_s(spec_.limits), timings_.timeout_s(spec_.limits), std::nullopt};
+  if (has_target_ && target_.category == "hang") h.expected_hang = target_;
+  return h;
+}
+
 void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& env) {
   runs_[key_of(config, env)].push_back(r);
+  timings_.learn(r);
+  // A hang read more precisely than the target (its culprit named where the target had none)
+  // refines the target: the same hang, better described.
+  if (has_target_ && env.empty() && matches(r) && target_.category == "hang" &&
+      target_.frame.empty() && !r.signature->frame.empty())
+    target_ = *r.signature;
   if (r.replayed) {
     ++stats_.replayed;
   } else {

@@ -27,6 +27,7 @@
 #include "reduce/reruns.hpp"
 #include "reduce/result.hpp"
 #include "reduce/slots.hpp"
+#include "reduce/timings.hpp"
 #include "spec/spec.hpp"
 #include "spec/trial_config.hpp"
 
@@ -125,6 +126,13 @@ class Oracle {
  private:
   struct Landed;  // what a trial thread hands back
   struct Flight;  // one trial running on its own thread
+  // What a trial is told beyond its configuration, fixed when it starts: the limits learned
+  // from the job's trials so far, and the hang the target is (to confirm it early).
+  struct Hints {
+    std::optional<double> hang_floor_s, timeout_s;
+    std::optional<Signature> expected_hang;
+  };
+  Hints hints() const;
   using Replay = std::map<std::string, std::map<int, nlohmann::json>>;
 
   void load();  // the journal's records, when resuming
@@ -137,7 +145,7 @@ class Oracle {
   std::vector<RunRecord> runs_of(const TrialConfig& config, int n, const Env& env);
   Landed fly(const TrialConfig& config, const std::string& key, int attempt, const Env& env,
              const Slot& slot, const Spec& spec, std::shared_ptr<const Launcher> launcher,
-             const std::atomic<bool>& cancel) const;
+             const std::atomic<bool>& cancel, const Hints& hints) const;
   // The launcher of `spec` (the spec, or a slot's copy with its hosts): built once per set of
   // hosts in a reduction and shared by its trials. Called on the reducer's thread only.
   std::shared_ptr<const Launcher> launcher_for(const Spec& spec);
@@ -165,6 +173,7 @@ class Oracle {
   bool has_target_ = false;
   double rate_ = 1.0;
   int repeats_ = 1;
+  JobTimings timings_;
   uint64_t salt_ = 0;
   std::map<std::string, std::vector<RunRecord>> runs_;  // by key: canonical configuration
   std::map<std::string, size_t> misses_from_;  // by key: the first run a "no" counts (rechecks)

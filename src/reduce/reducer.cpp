@@ -111,13 +111,20 @@ bool Reduction::escalate_phase() {
   eo.seen_world_size = opt_.seen_world_size;
   Escalation esc = escalate(spec_, oracle_, eo);
   result_.tried = esc.tried;
+  for (const auto& n : esc.notes) {
+    progress_.note(n);
+    result_.notes.push_back(n);
+  }
   result_.job = initial_config(spec_, spec_.stages.back());
   if (!esc.found) {
     result_.status = ReductionStatus::NotReproduced;
     return false;
   }
   // samples: auto / steps: auto: the dimensions come from what this trial measured.
-  apply_auto_dimensions(spec_, esc.run.dir, esc.config);
+  for (const auto& n : apply_auto_dimensions(spec_, esc.run.dir, esc.config)) {
+    progress_.note(n);
+    result_.notes.push_back(n);
+  }
   progress_.target(*esc.run.signature, esc.run, esc.stage);
   oracle_.set_target(*esc.run.signature, 1.0);
   result_.stage = esc.stage;

@@ -25,6 +25,8 @@ struct RunRecord {
   std::string dir;
   int attempt = 0;  // which run of its configuration (the seed derives from it)
   bool replayed = false;
+  // The job's own timings in this trial: how long it ran, its longest pause with no progress.
+  double duration_s = 0, pause_s = 0;
 };
 
 struct OracleStats {
@@ -69,6 +71,7 @@ struct ReductionResult {
   std::map<std::string, std::string> debug_env;
   std::optional<RunRecord> debug_run;
   std::vector<std::string> debug_notes;
+  std::vector<std::string> notes;  // what the reduction found worth saying beyond its answer
 };
 
 }  // namespace ddpbisect

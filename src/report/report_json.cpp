@@ -32,6 +32,7 @@ json report_json(const ReportInputs& in) {
                  {"escalation", r.escalation_trials}};
   j["elapsed_s"] = r.elapsed_s;
   j["environment"] = in.environment;
+  if (!r.notes.empty()) j["notes"] = r.notes;
   if (r.status == ReductionStatus::NotReproduced) {
     j["signature"] = nullptr;
     j["original"] = nullptr;

@@ -27,9 +27,10 @@ std::string code_cell(const std::string& s) {
 
 void not_reproduced(std::ostringstream& md, const ReportInputs& in) {
   const ReductionResult& r = in.result;
-  md << "No stage of " << md_code(in.spec->file) << " failed ("
+  md << "No stage of " << md_code(in.spec->file) << " failed the way your job does ("
      << plural(static_cast<long long>(r.tried.size()), "trial")
      << "), so there was nothing to reduce.\n\n";
+  for (const auto& note : r.notes) md << "Note: " << md_text(note) << ".\n\n";
   md << "| configuration | status |\n|---|---|\n";
   for (const auto& [c, status] : r.tried)
     md << "| " << md_cell(describe_config(c) + " (stage " + c.stage + ")") << " | "
@@ -87,6 +88,7 @@ void root_cause(std::ostringstream& md, const json& d) {
 }
 
 void debug_rerun(std::ostringstream& md, const ReductionResult& r) {
+  for (const auto& note : r.notes) md << "\nNote: " << md_text(note) << ".\n";
   for (const auto& note : r.debug_notes) md << "\nDebug rerun: " << md_text(note) << ".\n";
   if (!r.debug_run) return;
   md << "\n## Debug rerun\n\nThe minimal configuration once more with";

@@ -945,8 +945,13 @@ class SpecLoader {
     if (!r_.expect_map(n, "limits")) return;
     r_.check_keys(n, "limits",
                   {"trial_timeout", "hang_after", "log_cap", "grace", "memory", "max_procs"});
-    if (auto k = n["trial_timeout"])
-      if (auto v = r_.duration(k, "limits.trial_timeout")) spec.limits.trial_timeout = *v;
+    if (auto k = n["trial_timeout"]) {
+      if (!(k.IsScalar() && k.Scalar() == "auto"))
+        if (auto v = r_.duration(k, "limits.trial_timeout")) {
+          spec.limits.trial_timeout = *v;
+          spec.limits.trial_timeout_auto = false;
+        }
+    }
     if (auto k = n["hang_after"]) {
       if (!(k.IsScalar() && k.Scalar() == "auto"))
         if (auto v = r_.duration(k, "limits.hang_after")) spec.limits.hang_after = *v;

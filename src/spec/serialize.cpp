@@ -122,7 +122,9 @@ nlohmann::json spec_to_json(const Spec& spec) {
                  {"jobs", spec.reduce.jobs},
                  {"confidence", spec.reduce.confidence}};
   if (!budget.empty()) j["reduce"]["budget"] = budget;
-  j["limits"] = {{"trial_timeout", format_duration(spec.limits.trial_timeout)},
+  j["limits"] = {{"trial_timeout", spec.limits.trial_timeout_auto
+                                       ? std::string("auto")
+                                       : format_duration(spec.limits.trial_timeout)},
                  {"hang_after", spec.limits.hang_after ? format_duration(*spec.limits.hang_after)
                                                        : std::string("auto")},
                  {"grace", format_duration(spec.limits.grace)},

@@ -122,7 +122,10 @@ struct ReduceSpec {
 };
 
 struct Limits {
-  Millis trial_timeout{120'000};
+  // `auto` (the default): the first trials may run this long; then the reducer bounds trials by
+  // what the job's own trials took (observe/timings.hpp). A duration: every trial, fixed.
+  Millis trial_timeout{1'800'000};
+  bool trial_timeout_auto = true;
   std::optional<Millis> hang_after;  // nullopt = auto
   int64_t log_cap_bytes = 64ll << 20;
   Millis grace{2000};

@@ -69,16 +69,18 @@ TEST(AutoDims, ACountBeyondTheDataSetIsAnInputError) {
   }
 }
 
-TEST(AutoDims, NoDatasetLineOrAnAgentErrorIsAnInputError) {
+// Issue #25: a failure before any data was read is still the failure to chase: the samples are
+// left unreduced, with a note, never an input error.
+TEST(AutoDims, NoDatasetLineOrAnAgentErrorLeavesTheSamplesUnreducedWithANote) {
   TrialConfig c;
-  EXPECT_THROW(apply_auto_dimensions(command_spec(true, false), trial("d", {{0, "x\n"}}), c),
-               WorkloadInputError);
+  auto notes = apply_auto_dimensions(command_spec(true, false), trial("d", {{0, "x\n"}}), c);
+  EXPECT_TRUE(c.samples.empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("the samples are not reduced"), std::string::npos) << notes[0];
   const std::string ambiguous =
       "DDPBISECT_DATASET {\"error\":\"ambiguous\",\"message\":\"two data sets\"}\n";
-  try {
-    apply_auto_dimensions(command_spec(true, false), trial("e", {{0, ambiguous}}), c);
-    FAIL() << "no error";
-  } catch (const WorkloadInputError& e) {
-    EXPECT_NE(std::string(e.what()).find("two data sets"), std::string::npos);
-  }
+  notes = apply_auto_dimensions(command_spec(true, false), trial("e", {{0, ambiguous}}), c);
+  EXPECT_TRUE(c.samples.empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("two data sets"), std::string::npos) << notes[0];
 }

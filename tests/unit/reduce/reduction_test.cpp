@@ -76,7 +76,8 @@ TEST_F(ReductionTest, ADeterministicFailurePaysTwoRerunsBeforeAndWhatTrustNeedsA
   EXPECT_EQ(r.confirm_runs, 4);             // accepted, then 5 - 2 reruns at 0.95
   EXPECT_EQ(r.confirm_failures, 4);
   EXPECT_EQ(r.repeats, 1);
-  EXPECT_EQ(r.escalation_trials, 2 + 2);  // single passes, node fails; two reruns
+  // single passes, node fails, the job (multinode) fails the same way; two reruns
+  EXPECT_EQ(r.escalation_trials, 2 + 1 + 2);
 }
 
 TEST_F(ReductionTest, AFlakyFailureReachesTheExactMinimum) {
@@ -115,7 +116,7 @@ namespace {
 // Modelled on the Python zoo's size_mismatch: two ranks, `stats` on, an odd number of samples
 // (uneven shards) fails; a rank with an empty shard fails differently (a trap).
 bool uneven(const TrialConfig& c) {
-  return c.world_size() == 2 && c.has_component("stats") && c.samples.size() % 2 == 1 &&
+  return c.world_size() >= 2 && c.has_component("stats") && c.samples.size() % 2 == 1 &&
          c.samples.size() >= 2;
 }
 bool empty_shard(const TrialConfig& c) {
@@ -342,4 +343,40 @@ TEST_F(ReductionTest, APythonExceptionGetsNoDebugRerun) {
   ReductionResult r = run_reduction(spec, options(6));
   EXPECT_FALSE(r.debug_run.has_value());
   EXPECT_TRUE(r.debug_env.empty());
+}
+
+// Issue #25: a cheaper configuration's own failure (a world-size check on one rank) is not the
+// job's. The job fails otherwise: that failure is the target, found on the first stage that
+// shows it.
+TEST_F(ReductionTest, ACheapStagesOwnFailureIsNotTheTargetWhenTheJobFailsOtherwise) {
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  world.crash = [](const TrialRequest& req) -> std::optional<Signature> {
+    if (req.config.world_size() != 1) return std::nullopt;
+    Signature s;
+    s.category = "python_exception";
+    s.exception = "ValueError";
+    s.frame = "trainer.py:setup";
+    return s;
+  };
+  ReductionResult r = run_reduction(spec, options(3));
+  expect_planted_minimum(r);
+  EXPECT_EQ(r.target.exception, "RuntimeError");
+  EXPECT_EQ(r.stage, "node");
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.front().find("stage 'single' failed with python_exception ValueError"),
+            std::string::npos)
+      << r.notes.front();
+  EXPECT_NE(r.notes.front().find("not your job's failure"), std::string::npos);
+}
+
+// ... and a job that passes has nothing to reduce, whatever a cheaper stage did.
+TEST_F(ReductionTest, ACheapStagesFailureIsNothingToReduceWhenTheJobPasses) {
+  world.fails = [](const TrialConfig& c, int) { return c.world_size() == 1; };
+  ReductionResult r = run_reduction(spec, options(4));
+  EXPECT_EQ(r.status, ReductionStatus::NotReproduced);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.front().find("nothing of your job's to reduce"), std::string::npos)
+      << r.notes.front();
+  // The job got its extra chances (a flaky failure can hide from one run).
+  EXPECT_EQ(world.runs_of(initial_config(spec, spec.stages.back())), 4);
 }
