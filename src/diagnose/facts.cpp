@@ -49,6 +49,7 @@ void Facts::merge(Facts&& o) {
   world_size = std::max(world_size, o.world_size);
   for (auto& [r, seq] : o.heartbeat_seq) heartbeat_seq[r] = seq;
   for (auto& [r, step] : o.heartbeat_step) heartbeat_step[r] = step;
+  for (auto& [r, c] : o.calls) calls[r].insert(c.begin(), c.end());
   launcher_seen = launcher_seen || o.launcher_seen;
   for (auto& [src, m] : o.local_to_global) local_to_global[src].insert(m.begin(), m.end());
 }
@@ -434,6 +435,8 @@ void agent_positions(int rank, const nlohmann::json& events, const std::string& 
   for (const auto& e : events) {
     if (!e.is_object() || e.value("pg", 0) != 0 || !e.contains("seq")) continue;
     p.seq = e.value("seq", -1LL), p.op = normalize_op(e.value("op", ""));
+    if (facts.calls[rank].size() < 256)
+      facts.calls[rank].insert(p.op + "@" + e.value("site", std::string()));
     std::string state = e.value("state", "");
     p.waiting = state == "issued" || state == "async";
     p.last_enqueued = std::max(p.last_enqueued, p.seq);

@@ -30,6 +30,9 @@ struct Facts {
   int world_size = 0;                               // the largest world size a log states
   std::map<int, long long> heartbeat_seq;   // each rank's last heartbeat's count of collectives
   std::map<int, long long> heartbeat_step;  // ... and its last finished step
+  // Per rank, every "OP@file:line" its agent trace shows it issued on the default group: what
+  // the rank does as a rule, to tell a call only one rank makes from the one they all make.
+  std::map<int, std::set<std::string>> calls;
   bool launcher_seen = false;  // a launcher's own lines are present (torchrun, srun, ...)
   // Per source file: node-local rank -> global rank, from banners and self-naming lines.
   std::map<std::string, std::map<int, int>> local_to_global;

@@ -55,8 +55,14 @@ bool same_failure(const Signature& target, const Signature& cand, const std::str
     }
   }
   if (level == "loose") return true;
+  if (target.category == "hang") {
+    // One hang, read more or less precisely: the same stuck frames, and the culprit's frame
+    // where both readings name one.
+    if (target.stuck != cand.stuck) return false;
+    if (!target.frame.empty() && !cand.frame.empty() && target.frame != cand.frame) return false;
+    return level != "strict" || target.message == cand.message;
+  }
   if (target.exception != cand.exception || target.frame != cand.frame) return false;
-  if (target.category == "hang" && target.stuck != cand.stuck) return false;
   if (level == "strict") return target.message == cand.message;
   return true;
 }

@@ -595,19 +595,30 @@ void StreamParser::pyspy_line(const CleanLine& l, double time, long long order) 
   line(l, time, order);
 }
 
-// The thread a dump is about: the signalled one ("Current thread"), else the main thread (named
-// so by py-spy; for faulthandler, the one whose outermost frame is the module), else the first.
-// A stack request may land on ddpbisect's own agent thread: that one is never the answer.
+// The thread a dump is about. A fatal dump ("Fatal Python error: ...") is about the thread the
+// signal hit ("Current thread"), when it ran Python code; a stack request's (the agent's signal,
+// py-spy, our worker's dump) about the main thread, wherever the request landed: named so by
+// py-spy, for faulthandler the one whose outermost frame is the module. Else the signalled one,
+// else the first with frames. ddpbisect's own agent thread is never the answer.
 void StreamParser::finish_dump() {
+  auto ours = [](const Thread& t) {
+    return !t.frames.empty() && t.frames.front().file.find("ddpbisect_agent") != std::string::npos;
+  };
+  auto signalled = [&](const Thread& t) { return t.current && !t.frames.empty() && !ours(t); };
+  auto main = [&](const Thread& t) {
+    return t.name == "MainThread" || (!t.frames.empty() && t.frames.back().function == "<module>");
+  };
+  const bool fatal = starts_with(current_.message, "Fatal Python error") ||
+                     starts_with(current_.message, "Fatal error");
   const Thread* pick = nullptr;
-  for (const auto& t : threads_)
-    if (t.current &&
-        !(!t.frames.empty() && t.frames.front().file.find("ddpbisect_agent") != std::string::npos))
-      pick = &t;
-  for (const auto& t : threads_)
-    if (!pick && t.name == "MainThread") pick = &t;
-  for (const auto& t : threads_)
-    if (!pick && !t.frames.empty() && t.frames.back().function == "<module>") pick = &t;
+  auto first = [&](auto&& want) {
+    for (const auto& t : threads_)
+      if (!pick && want(t)) pick = &t;
+  };
+  if (fatal) first(signalled);
+  first(main);
+  first(signalled);
+  first([&](const Thread& t) { return !t.frames.empty() && !ours(t); });
   if (!pick && !threads_.empty()) pick = &threads_.front();
   if (pick) {
     current_.frames.assign(pick->frames.rbegin(), pick->frames.rend());

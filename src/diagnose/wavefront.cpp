@@ -44,6 +44,17 @@ std::string stack_op(const std::vector<Frame>& frames) {
     }
     return normalize_op(it->function);
   }
+  // DDP's and FSDP's own collectives (the bucket rebuild's broadcast, buffer syncs, FSDP's
+  // all-gathers) run under their own functions: stuck in their code is stuck in a collective.
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    if (it->file.find("ddpbisect_agent") != std::string::npos) continue;
+    if (it->file.find("torch/nn/parallel/distributed.py") != std::string::npos) return "DDP";
+    if (it->file.find("torch/distributed/fsdp") != std::string::npos ||
+        it->file.find("torch/distributed/_composable") != std::string::npos)
+      return "FSDP";
+    break;
+  }
+  depth = 0;
   for (auto it = frames.rbegin(); it != frames.rend() && depth < 12; ++it, ++depth) {
     if (it->file.find("torch/autograd") != std::string::npos &&
         it->function.find("backward") != std::string::npos)
@@ -112,15 +123,53 @@ std::vector<int> minority(const std::map<std::string, std::vector<int>>& groups)
 
 }  // namespace
 
+// At one sequence number, groups of ranks in different calls that tie in size (one rank in a
+// barrier, one in DDP's all-reduce): the group whose call no rank of the other groups ever made
+// (in its agent trace) is the odd one; the others are on the path every rank takes.
+std::vector<int> never_joined(const std::map<std::string, std::vector<int>>& ops,
+                              const std::map<int, std::string>& call_of, const Facts& facts) {
+  std::vector<int> odd;
+  int groups = 0;
+  for (const auto& [op, ranks] : ops) {
+    bool theirs_only = true;
+    for (int r : ranks) {
+      auto c = call_of.find(r);
+      if (c == call_of.end()) return {};
+      for (const auto& [other_op, others] : ops) {
+        if (other_op == op) continue;
+        for (int o : others) {
+          auto it = facts.calls.find(o);
+          if (it == facts.calls.end()) return {};  // no history to compare with
+          if (it->second.count(c->second)) theirs_only = false;
+        }
+      }
+    }
+    if (theirs_only) {
+      ++groups;
+      odd = ranks;
+    }
+  }
+  return groups == 1 ? odd : std::vector<int>{};
+}
+
 std::vector<int> odd_ranks(const Facts& facts, std::string* why) {
   std::map<long long, std::map<std::string, std::vector<int>>> by_seq;
+  std::map<long long, std::map<int, std::string>> call_at;  // seq -> rank -> "OP@site"
   for (const auto& p : facts.positions) {
     if (p.seq < 0 || p.op.empty() || p.group != 0) continue;
     auto& ranks = by_seq[p.seq][p.op];
     if (std::find(ranks.begin(), ranks.end(), p.rank) == ranks.end()) ranks.push_back(p.rank);
+    if (p.kind == "agent" && !p.frames.empty())
+      call_at[p.seq][p.rank] =
+          p.op + "@" + p.frames.front().file + ":" + std::to_string(p.frames.front().line);
   }
   for (const auto& [seq, ops] : by_seq) {
     std::vector<int> odd = minority(ops);
+    bool rare = false;
+    if (odd.empty() && ops.size() > 1) {
+      odd = never_joined(ops, call_at[seq], facts);
+      rare = !odd.empty();
+    }
     if (odd.empty()) continue;
     std::sort(odd.begin(), odd.end());
     if (why) {
@@ -131,6 +180,11 @@ std::vector<int> odd_ranks(const Facts& facts, std::string* why) {
         parts.push_back(op + " on rank" + (sorted.size() > 1 ? "s " : " ") + join_ranks(sorted));
       }
       *why = "collective " + std::to_string(seq) + " is " + join(parts, " but ");
+      if (rare) {
+        const std::string& call = call_at[seq][odd.front()];
+        *why += "; no other rank ever called " + call.substr(0, call.find('@')) + " at " +
+                call.substr(call.find('@') + 1);
+      }
     }
     return odd;
   }
@@ -176,13 +230,19 @@ std::vector<int> behind(const Facts& facts, std::string* why) {
   return {};
 }
 
-// Ranks whose stack differs from the rest: outside any collective, or in another one.
+// Ranks whose stack differs from the rest: outside any collective, or in another one. A rank
+// its agent saw inside a traced call (DDP's C++ all-reduces among them) is in a collective
+// whatever its stack reads.
 std::vector<int> odd_stacks(const std::map<int, Stack>& stacks, const std::set<int>& waiting,
-                            std::string* why) {
+                            const Facts& facts, std::string* why) {
+  std::set<int> traced_waiting;
+  for (const auto& p : facts.positions)
+    if (p.kind == "agent" && p.waiting) traced_waiting.insert(p.rank);
   std::map<std::string, std::vector<int>> groups;
   std::vector<int> outside;
   for (const auto& [r, s] : stacks) {
     std::string op = s.op();
+    if (op.empty() && traced_waiting.count(r)) op = "TRACED";
     if (op.empty()) outside.push_back(r);
     groups[op.empty() ? "outside any collective" : op + " at " + s.where()].push_back(r);
   }
@@ -231,7 +291,7 @@ std::optional<HangVerdict> attribute_hang(const std::vector<Event>& candidates,
   std::string why;
   std::vector<int> culprits = odd_ranks(facts, &why);
   if (culprits.empty()) culprits = behind(facts, &why);
-  if (culprits.empty()) culprits = odd_stacks(st, waiting, &why);
+  if (culprits.empty()) culprits = odd_stacks(st, waiting, facts, &why);
   if (culprits.empty() && !waiting.empty()) {
     std::vector<int> silent;
     for (int r : world)

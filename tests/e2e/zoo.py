@@ -4,7 +4,9 @@ at the planted minimum declared in the spec's `# expect:` line.
 expect keys: nodes, procs_per_node, samples (indices), sample_count (any that many), components / features (comma lists, or a
 bare number for "this many, any of them"), steps, batch_size, rate (lo-hi, the confirmed
 reproduction rate), category and exception (the reported signature), debug_rerun (a variable the debug rerun set),
-report_has (text report.md must contain), any other key: a param.
+report_has (text report.md must contain), max_trials (the reduction took at most that many),
+culprit (the signature's rank), one_signature (every failing trial that was not a debug rerun
+read as the target: a hang must not be a different failure from trial to trial), any other key: a param.
 --preload MODS|auto: each spec reduced with warm starts (`workload.preload`), from a copy whose cwd
 is the spec's folder; the same minimum is expected. Every case: no process is left behind.
 usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S] [--preload MOD,MOD...]"""
@@ -53,6 +55,20 @@ def leftovers(marker):
         except OSError:
             continue
     return found
+
+
+def different_failures(out, target):
+    """Failing trials (debug reruns aside) whose signature is not the target's category and
+    stuck frames: one bug must read as one failure in every trial."""
+    found = []
+    for line in (out / "journal.jsonl").read_text().splitlines():
+        j = json.loads(line)
+        sig = j.get("signature")
+        if j.get("type") != "trial" or j.get("status") != "fail" or not sig:
+            continue
+        if sig["category"] != target["category"] or sig.get("stuck") != target.get("stuck"):
+            found.append(f"{j['dir']}: {sig['category']} {sig.get('frame')} {sig.get('stuck')}")
+    return ["failed differently: " + f for f in found[:3]]
 
 
 binary, zoo, names = args[0], pathlib.Path(args[1]), set(args[2:])
@@ -115,6 +131,14 @@ for spec in sorted(zoo.glob("*.yaml")):
                 elif k in ("category", "exception"):
                     if report["signature"][k] != want:
                         problems.append(f"{k}: got {report['signature'][k]!r}, want {want!r}")
+                elif k == "max_trials":
+                    if report["trials"]["total"] > int(want):
+                        problems.append(f"{report['trials']['total']} trials, want at most {want}")
+                elif k == "culprit":
+                    if report["signature"]["ranks"] != [int(want)]:
+                        problems.append(f"culprit: got {report['signature']['ranks']}, want [{want}]")
+                elif k == "one_signature":
+                    problems += different_failures(pathlib.Path(tmp) / "out", report["signature"])
                 elif k in ("components", "features") and want.isdigit():
                     if len(m[k]) != int(want):
                         problems.append(f"{k}: got {m[k]}, want {want} of them")
