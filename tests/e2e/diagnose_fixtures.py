@@ -6,7 +6,12 @@ exception, frame (file:function), message (a substring); absent keys are not che
 also checks what an unknown rank must look like everywhere: the JSON gives null (never -1) for a
 rank that is not known, and the text output never says "rank -1".
 
-Prints one line per failing case, then the pass count per key, and exits 1 if any case fails."""
+Prints one line per failing case, then the pass count per key, and exits 1 if any case fails.
+With --score-floor P (a corpus scored rather than required whole, tests/diagnose/corpus): the
+score is the share of cases right on failed, rank, category, exception and frame together (the
+message is counted apart), printed as `score: right/cases (P %)`, and the exit is 1 only below
+P %. --quiet: no line per failing case (a holdout is scored, not read).
+usage: diagnose_fixtures.py DDPBISECT ROOT... [--score-floor P] [--quiet]"""
 import json
 import pathlib
 import re
@@ -93,24 +98,45 @@ def check(binary, case):
     return results, problems
 
 
+SCORED = ("failed", "rank", "category", "exception", "frame", "no-rank-minus-1")
+
+
 def main():
-    binary, root = sys.argv[1], pathlib.Path(sys.argv[2])
-    passed = failed = 0
+    args = sys.argv[1:]
+    floor = None
+    if "--score-floor" in args:
+        i = args.index("--score-floor")
+        floor = float(args[i + 1])
+        del args[i : i + 2]
+    quiet = "--quiet" in args
+    args = [a for a in args if a != "--quiet"]
+    binary, roots = args[0], [pathlib.Path(a) for a in args[1:]]
+    passed = failed = right = 0
     per_key = {}
-    for case in sorted(p for p in root.iterdir() if p.is_dir() and (p / "expect").exists()):
+    cases = [p for root in roots for p in sorted(root.iterdir())
+             if p.is_dir() and (p / "expect").exists()]
+    for case in cases:
         results, problems = check(binary, case)
         for key, ok in results.items():
             good, total = per_key.get(key, (0, 0))
             per_key[key] = (good + ok, total + 1)
+        right += all(ok for key, ok in results.items() if key in SCORED)
         if problems:
             failed += 1
-            print(f"FAIL {case.name}: " + "; ".join(problems))
+            if not quiet:
+                print(f"FAIL {case.parent.name}/{case.name}: " + "; ".join(problems))
         else:
             passed += 1
     keys = [k for k in KEYS if k in per_key] + [k for k in per_key if k not in KEYS]
     print("per key: " + ", ".join(f"{k} {per_key[k][0]}/{per_key[k][1]}" for k in keys))
-    print(f"{root.name}: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    name = " + ".join(r.name for r in roots)
+    print(f"{name}: {passed} passed, {failed} failed")
+    if floor is None:
+        sys.exit(1 if failed else 0)
+    score = 100.0 * right / max(1, len(cases))
+    print(f"score: {right}/{len(cases)} ({score:.1f} %) on failed, rank, category, exception and "
+          f"frame together; floor {floor:.1f} %")
+    sys.exit(0 if score >= floor else 1)
 
 
 if __name__ == "__main__":
