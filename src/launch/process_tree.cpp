@@ -78,6 +78,21 @@ char ProcessTable::state(pid_t pid) const {
   return it == procs_.end() ? '?' : it->second.state;
 }
 
+int ProcessTable::runnable_except(const std::vector<pid_t>& except) const {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  long running = -1;
+  for (std::string line; running < 0 && std::getline(in, line);)
+    if (line.rfind("procs_running ", 0) == 0) running = std::strtol(line.c_str() + 14, nullptr, 10);
+  if (running < 0) return 0;
+  long ours = 1;  // the reader
+  for (pid_t pid : except) {
+    auto it = procs_.find(pid);
+    if (it != procs_.end() && it->second.state == 'R') ++ours;
+  }
+  return static_cast<int>(std::max(0L, running - ours));
+}
+
 int64_t process_io_bytes(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/io");
   std::string key;

@@ -21,6 +21,9 @@ class ProcessTable {
   std::vector<pid_t> tree(pid_t root) const;
   double cpu_seconds(pid_t pid) const;  // user + system, -1 when not in the snapshot
   char state(pid_t pid) const;          // R, S, D, ... ; '?' when not in the snapshot
+  // Threads ready to run beside the processes in `except` (and the caller): the machine's run
+  // queue (/proc/stat procs_running, every thread) less those of `except` in state R.
+  int runnable_except(const std::vector<pid_t>& except) const;
 
  private:
   struct Entry {

@@ -155,7 +155,7 @@ bool HangDetector::exiting_with_error(int rank) const {
 
 double HangDetector::threshold() const {
   if (opt_.fixed_threshold_s) return *opt_.fixed_threshold_s;
-  return std::max(opt_.floor_s, 5.0 * slowest_step_);
+  return std::max({opt_.floor_s * load_, opt_.learned_floor_s, 5.0 * slowest_step_});
 }
 
 double HangDetector::last_progress_any() const {
@@ -186,7 +186,7 @@ bool HangDetector::hung(double now, double extra) const {
     if (!r.alive || finished(static_cast<int>(i))) continue;
     any = true;
     const double allowed =
-        (r.started ? threshold() : std::max(threshold(), opt_.startup_s)) + extra;
+        (r.started ? threshold() : std::max(threshold(), opt_.startup_s * load_)) + extra;
     if (now - r.last_progress < allowed) return false;
   }
   return any;

@@ -43,7 +43,8 @@ std::optional<ActivityLine> parse_activity(std::string_view line);
 
 struct HangOptions {
   std::optional<double> fixed_threshold_s;  // limits.hang_after when the spec sets one
-  double floor_s = 5.0;                     // the least auto threshold
+  double floor_s = 5.0;        // the least auto threshold on an idle machine (scaled by load)
+  double learned_floor_s = 0;  // the least auto threshold the job's earlier trials showed
   // CPU time is progress after the first heartbeat too. Off for CUDA ranks: CUDA's default
   // synchronisation spins the CPU while it waits for a stuck kernel.
   bool cpu_after_heartbeat = true;
@@ -69,6 +70,9 @@ class HangDetector {
   void on_exit(int rank);
   // Until `until`, what the ranks do is their answer to a stack request, not progress.
   void mute(double until) { mute_until_ = until; }
+  // How much slower than on an idle machine things go now (1 to 1.5): the processes ready to run
+  // beside the trial's, per CPU. The auto threshold and the startup allowance grow with it.
+  void on_load(double factor) { load_ = factor; }
 
   double threshold() const;
   // Every rank still training quiet for its threshold (a rank still starting: its startup
@@ -103,7 +107,7 @@ class HangDetector {
   std::vector<RankState> ranks_;
   HangOptions opt_;
   double slowest_step_ = 0, first_heartbeat_ = -1;
-  double mute_until_ = -1, last_any_ = 0, longest_pause_ = 0;
+  double mute_until_ = -1, last_any_ = 0, longest_pause_ = 0, load_ = 1.0;
 };
 
 }  // namespace ddpbisect

@@ -1,6 +1,7 @@
 #include "observe/trial_watch.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,9 +52,7 @@ double load_factor() {
 HangOptions hang_options(const Spec& spec, const TrialSetup& setup, const TrialOutcome& out) {
   HangOptions o;
   if (spec.limits.hang_after) o.fixed_threshold_s = spec.limits.hang_after->count() / 1000.0;
-  o.floor_s *= load_factor();
-  o.startup_s *= load_factor();
-  if (setup.hang_floor_s) o.floor_s = std::max(o.floor_s, *setup.hang_floor_s);
+  if (setup.hang_floor_s) o.learned_floor_s = *setup.hang_floor_s;
   o.cpu_after_heartbeat = out.config.device != "cuda";
   return o;
 }
@@ -381,15 +380,23 @@ void TrialWatch::sample(const RankSet& set) {
   find_workers(set);
   find_warm_ranks(set);
   const ProcessTable table = ProcessTable::read();
+  std::vector<pid_t> ours;
   // A torchrun rank not started yet: its agent's work (imports, rendezvous) is its progress.
   for (size_t i = 0; i < ranks_.size(); ++i)
     if (running(set, i)) {
       Rank& r = *ranks_[i];
-      r.tree.update(table, r.pid > 0 ? r.pid : set.pid(r.process));
+      const pid_t root = r.pid > 0 ? r.pid : set.pid(r.process);
+      r.tree.update(table, root);
+      for (pid_t p : table.tree(root)) ours.push_back(p);
       hang_.on_cpu(static_cast<int>(i), r.tree.cpu_seconds(), now);
       hang_.on_io(static_cast<int>(i), r.tree.io_bytes(), now);
       if (r.tree.io_wait()) hang_.on_io_wait(static_cast<int>(i), now);
     }
+  // The load beside the trial (busy processes, other trials), smoothed over a few samples.
+  static const double cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const double beside = table.runnable_except(ours);
+  foreign_ = foreign_ < 0 ? beside : 0.7 * foreign_ + 0.3 * beside;
+  hang_.on_load(std::clamp(foreign_ / cpus, 1.0, 1.5));
   if (!out_.resource) {
     out_.resource = resource_fault(spec_.limits, setup_.cgroup.events());
     if (out_.resource) resource_seen_at_ = now;

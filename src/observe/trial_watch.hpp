@@ -89,6 +89,7 @@ class TrialWatch {
   std::optional<size_t> first_failure_;  // index into ranks_
   std::vector<double> progress_at_stop_;
   std::optional<double> sampled_at_;  // a suspected hang's stacks were asked for then
+  double foreign_ = -1;               // processes ready to run beside the trial's (smoothed)
   bool sample_read_ = false, sample_matched_ = false;
 };
 

@@ -170,6 +170,11 @@ Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& o
     }
     // A cheaper configuration failed: the target stands once the job is seen to fail that way.
     const Escalation found = climb.e;  // climb.e keeps it, and the job's tries are added
+    // Free slots run the job and, in case it fails the same way, the measure phase's reruns;
+    // the climb's other spare runs are cancelled.
+    std::vector<PlannedRun> next = {{plan[job_at].second, {}}};
+    for (const auto& r : reruns(found.config)) next.push_back(r);
+    oracle.prefetch(next);
     std::optional<RunRecord> job_run;
     for (size_t k = job_at; k < plan.size() && !job_run; ++k) {
       RunRecord r = oracle.run(plan[k].second);

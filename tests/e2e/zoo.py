@@ -4,11 +4,12 @@ at the planted minimum declared in the spec's `# expect:` line.
 expect keys: nodes, procs_per_node, samples (indices), sample_count (any that many), components / features (comma lists, or a
 bare number for "this many, any of them"), steps, batch_size, rate (lo-hi, the confirmed
 reproduction rate), category and exception (the reported signature), debug_rerun (a variable the debug rerun set),
-report_has (text report.md must contain), max_trials (the reduction took at most that many),
+report_has (text report.md must contain), exit (the reduction's exit code instead of 0: 3 for a
+correct job, where no stage may fail), max_trials (the reduction took at most that many),
 culprit (the signature's rank), one_signature (every failing trial that was not a debug rerun
 read as the target: a hang must not be a different failure from trial to trial), any other key: a param.
---preload MODS|auto: each spec reduced with warm starts (`workload.preload`), from a copy whose cwd
-is the spec's folder; the same minimum is expected. Every case: no process is left behind.
+--preload MODS|auto|none: each spec reduced with that `workload.preload` (none: cold starts; warm
+ones are the default), from a copy whose cwd is the spec's folder; the same minimum is expected. Every case: no process is left behind.
 usage: zoo.py DDPBISECT ZOO_DIR [NAME...] [--strategy S] [--preload MOD,MOD...]"""
 import json
 import pathlib
@@ -34,7 +35,7 @@ if "--preload" in args:
 def with_preload(spec, tmp):
     """A copy of the spec with warm starts on (cwd made absolute: the copy lives elsewhere)."""
     text = spec.read_text()
-    listed = preload if preload == "auto" else f"[{preload}]"
+    listed = preload if preload in ("auto", "none") else f"[{preload}]"
     edited = text.replace("  cwd: .\n", f"  cwd: {spec.parent.resolve()}\n  preload: {listed}\n")
     assert "preload:" in edited, f"{spec}: no `cwd: .` line to put preload after"
     copy = pathlib.Path(tmp) / spec.name
@@ -99,7 +100,15 @@ for spec in sorted(zoo.glob("*.yaml")):
             proc = subprocess.run(cmd, capture_output=True, text=True)
         elapsed = time.time() - start
         problems = []
-        if proc.returncode != 0:
+        trials = "-"
+        if "exit" in expect:
+            if proc.returncode != int(expect["exit"]):
+                problems.append(f"exit {proc.returncode}, want {expect['exit']}: "
+                                f"{(proc.stdout + proc.stderr).strip()[-600:]}")
+            else:
+                report = json.loads((pathlib.Path(tmp) / "out" / "report.json").read_text())
+                trials = report["trials"]["total"]
+        elif proc.returncode != 0:
             problems.append(f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
         else:
             report = json.loads((pathlib.Path(tmp) / "out" / "report.json").read_text())
@@ -151,7 +160,7 @@ for spec in sorted(zoo.glob("*.yaml")):
         for left in leftovers(tmp):
             problems.append(f"left behind: {left}")
     status = "FAIL" if problems else "ok"
-    print(f"{status:4} {spec.stem:22} {elapsed:6.1f} s {trials if not problems or proc.returncode == 0 else '-':>4} trials"
+    print(f"{status:4} {spec.stem:22} {elapsed:6.1f} s {trials:>4} trials"
           + (": " + "; ".join(problems) if problems else ""), flush=True)
     passed += not problems
     failed += bool(problems)
