@@ -10,7 +10,7 @@ namespace ddpbisect {
 
 std::string Launcher::warm_socket(const Spec& spec, const std::string& log) const {
   (void)log;
-  if (spec.command && !spec.command->preload.empty()) {
+  if (spec.command && !spec.command->preload.empty() && !spec.command->preload_default) {
     static std::once_flag warned;
     std::call_once(warned, [&] {
       std::cerr << "ddpbisect: warning: workload.preload: the " << name()

@@ -3,7 +3,9 @@
 #include <iostream>
 #include <mutex>
 
+#include "launch/cgroup.hpp"
 #include "launch/launcher.hpp"
+#include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
 #include "launch/warm_server.hpp"
 
@@ -27,12 +29,23 @@ class LocalLauncher : public Launcher {
       warm_tried_ = true;
       ProcessSpec server = warm_server_process(spec);
       std::string why;
+      const bool asked = !spec.command->preload_default;
       if (!warm_startable(server.argv))
         why = "the command is not `python SCRIPT` or `python -m MODULE`";
+      else if (!asked && !TrialCgroup::create("ddpbisect-probe-" + random_token(), {}).contains())
+        // Without a trial cgroup, what a rank leaves behind is found by the trial token in
+        // /proc/PID/environ, which a forked rank's fork-only children do not show: by default,
+        // such a host starts cold.
+        why = "no cgroup holds the ranks here (not root, nothing delegated)";
       else
         warm_ = WarmServer::start(server, spec.command->preload, log, why);
-      if (!warm_)
+      // Warm starts by default: a command they do not fit (torchrun, a binary) starts cold
+      // without a word; a fork server that failed is said once, with how to turn it off.
+      if (!warm_ && asked)
         std::cerr << "ddpbisect: warning: workload.preload: ranks start cold: " << why << "\n";
+      else if (!warm_ && warm_startable(server.argv))
+        std::cerr << "ddpbisect: note: warm starts are off for this reduction: " << why
+                  << " (`workload.preload: none` says so without trying)\n";
     }
     return warm_ ? warm_->socket() : "";
   }

@@ -458,14 +458,19 @@ class SpecLoader {
     return (path.is_absolute() ? path : base_dir_ / path).lexically_normal().string();
   }
 
+  // auto: what a DDP training script imports, and what DDP's constructor imports on first use
+  // (torch._dynamo: ~0.9 s with PyTorch 2.x); a module this torch lacks is skipped.
+  static std::vector<std::string> auto_preload() {
+    return {"torch",       "torch.distributed", "torch.nn.parallel",
+            "torch.optim", "torch.utils.data",  "torch._dynamo"};
+  }
+
   // `workload.preload: [torch, ...]`: Python modules a fork server imports once (warm starts).
   void load_preload(const YAML::Node& k, CommandWorkload& c) {
-    // auto: what a DDP training script imports, and what DDP's constructor imports on first use
-    // (torch._dynamo: ~0.9 s with PyTorch 2.x); a module this torch lacks is skipped.
     const bool automatic = k.IsScalar() && k.Scalar() == "auto";
-    auto v = automatic ? std::optional<std::vector<std::string>>(
-                             {"torch", "torch.distributed", "torch.nn.parallel", "torch.optim",
-                              "torch.utils.data", "torch._dynamo"})
+    const bool none = k.IsScalar() && k.Scalar() == "none";
+    auto v = automatic ? std::optional<std::vector<std::string>>(auto_preload())
+             : none    ? std::optional<std::vector<std::string>>(std::vector<std::string>{})
                        : r_.names(k, "workload.preload");
     if (!v) return;
     for (size_t i = 0; i < v->size(); ++i) {
@@ -759,7 +764,12 @@ class SpecLoader {
     if (auto k = n["state"])
       if (auto v = r_.names(k, "workload.state"))
         for (const auto& s : *v) c.state.push_back(resolve(s));
-    if (auto k = n["preload"]) load_preload(k, c);
+    if (auto k = n["preload"]) {
+      load_preload(k, c);
+    } else if (c.agent) {  // warm starts unless the spec says `preload: none`
+      c.preload = auto_preload();
+      c.preload_default = true;
+    }
     if (auto k = n["components"])
       if (auto v = r_.names(k, "workload.components")) c.components = *v;
     if (auto k = n["features"])
@@ -771,7 +781,9 @@ class SpecLoader {
 
   void check_placeholders(const YAML::Node& cmd, const CommandWorkload& c) {
     if (!cmd.IsSequence()) return;
-    std::vector<std::string> known = {"samples", "components", "features"};
+    std::vector<std::string> known = {"samples", "components",     "features",
+                                      "nodes",   "procs_per_node", "world_size",
+                                      "rank",    "local_rank",     "node_rank"};
     for (const auto& [k, v] : c.params) known.push_back(k);
     for (size_t i = 0; i < cmd.size() && i < c.argv.size(); ++i) {
       std::string perr;

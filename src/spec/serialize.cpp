@@ -81,7 +81,9 @@ static json command_json(const CommandWorkload& c) {
   if (c.steps_auto) w["steps"] = "auto";
   w["agent"] = c.agent;
   if (!c.state.empty()) w["state"] = c.state;
-  if (!c.preload.empty()) w["preload"] = c.preload;
+  // The default (warm starts) is not spelled out; turning it off is.
+  if (!c.preload_default && (c.agent || !c.preload.empty()))
+    w["preload"] = c.preload.empty() ? json("none") : json(c.preload);
   w["components"] = c.components;
   w["features"] = c.features;
   w["params"] = c.params;

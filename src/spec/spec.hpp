@@ -88,6 +88,10 @@ struct CommandWorkload {
   // Warm starts (`workload.preload`): Python modules a fork server imports once; each rank of a
   // `python SCRIPT` / `python -m MODULE` command is then forked from it (launch/warm_server.hpp).
   std::vector<std::string> preload;
+  // No preload key: warm starts by default (the `auto` list) where they can work; where they
+  // cannot (another launcher, a command that is not `python SCRIPT`), ranks start cold silently.
+  // `preload: none` (or []) turns them off.
+  bool preload_default = false;
 };
 
 struct Stage {

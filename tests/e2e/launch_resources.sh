@@ -21,9 +21,11 @@ json() { py "import json,sys; o=json.load(open(sys.argv[1])); print(eval(sys.arg
 marked() { pgrep -f -- "$1\$" | wc -l; }
 
 spec() {  # spec NAME MODE LIMITS
+  # Cold starts: the checks find the ranks and their escapees by their command lines.
   cat >"$tmp/$1.yaml" <<EOS
 workload:
   command: [python3, $here/programs/misbehave.py, $2, $tmp/$1]
+  preload: none
 stages: [{name: node, nodes: 1, procs_per_node: 2}]
 limits: $3
 EOS
