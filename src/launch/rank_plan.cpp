@@ -19,9 +19,32 @@ std::map<std::string, std::string> placeholder_values(const TrialConfig& config)
   std::map<std::string, std::string> v = {{"samples", config.samples.to_string()},
                                           {"components", join(config.components, ",")},
                                           {"features", join(config.features, ",")}};
-  for (const auto& [k, val] : config.params) v[k] = std::to_string(val);
+  v["nodes"] = std::to_string(config.nodes);
+  v["procs_per_node"] = std::to_string(config.procs_per_node);
+  v["world_size"] = std::to_string(config.world_size());
+  for (const auto& [k, val] : config.params) v[k] = std::to_string(val);  // a param's name wins
   return v;
 }
+
+namespace {
+// {rank}, {local_rank} and {node_rank} in a plain command: each rank's own argv (a launch-era
+// script that reads --local_rank runs without its launcher). torchrun's own spelling,
+// ${local_rank}, is accepted too; a launcher form keeps it for the launcher to fill.
+std::vector<std::string> rank_argv(const std::vector<std::string>& raw,
+                                   std::map<std::string, std::string> values, int rank,
+                                   int local_rank, int node) {
+  for (auto [k, v] :
+       {std::pair<const char*, int>{"rank", rank}, {"local_rank", local_rank}, {"node_rank", node}})
+    values.emplace(k, std::to_string(v));  // a param of that name wins
+  std::vector<std::string> out;
+  for (std::string a : raw) {
+    for (const char* k : {"${rank}", "${local_rank}", "${node_rank}"})
+      for (size_t at; (at = a.find(k)) != std::string::npos;) a.erase(at, 1);
+    out.push_back(substitute_placeholders(a, values));
+  }
+  return out;
+}
+}  // namespace
 
 std::string companion_path(const char* env_var, const std::string& name) {
   if (const char* p = std::getenv(env_var); p && *p) return p;
@@ -127,13 +150,17 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     cwd = spec.command->cwd;
   }
   const auto base = trial_env(spec, config, place, values);
-  if (spec.command) {
+  const bool warm = spec.command && !place.warm_socket.empty() && warm_startable(argv);
+  if (spec.command)
     if (auto torchrun = parse_torchrun(argv))
       return plan_agents(spec, *torchrun, config, place, base, cwd);
-    if (!place.warm_socket.empty() && warm_startable(argv))
-      argv = warm_argv(place.warm_socket, argv);
-    argv = isolate_argv(spec, place.dir, argv);  // the trial's own view of cwd and state
-  }
+  // Each rank's argv: its own placeholders, a warm start, the trial's view of cwd and state.
+  auto argv_of = [&](int rank, int local_rank, int node) {
+    if (!spec.command) return argv;
+    std::vector<std::string> a = rank_argv(spec.command->argv, values, rank, local_rank, node);
+    if (warm) a = warm_argv(place.warm_socket, a);
+    return isolate_argv(spec, place.dir, a);
+  };
 
   std::vector<RankSlot> out;
   const int world = static_cast<int>(config.world_size());
@@ -163,7 +190,7 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     contract("MASTER_ADDR", place.master_addr);
     contract("MASTER_PORT", std::to_string(place.master_port));
     contract("TORCHELASTIC_RUN_ID", "ddpbisect-" + place.token.substr(0, 8));
-    slot.process = {argv, env, cwd};
+    slot.process = {argv_of(rank, slot.local_rank, slot.node), env, cwd};
     out.push_back(std::move(slot));
   }
   return out;

@@ -12,7 +12,7 @@ namespace {
 // torchrun options that take no value (2.x; both spellings are accepted by torchrun).
 bool is_flag(const std::string& opt) {
   for (const char* f : {"--standalone", "-m", "--module", "--no-python", "--run-path",
-                        "--virtual-local-rank", "-h", "--help"})
+                        "--virtual-local-rank", "--use-env", "-h", "--help"})
     if (opt == f) return true;
   return false;
 }
@@ -46,10 +46,16 @@ std::optional<TorchrunCommand> parse_torchrun(const std::vector<std::string>& ar
   if (exe == "torchrun") {
     cmd.launcher = {argv[0]};
     i = 1;
-  } else if (exe.find("python") != std::string::npos && argv.size() > 2 && argv[1] == "-m" &&
-             argv[2] == "torch.distributed.run") {
-    cmd.launcher = {argv[0], "-m", "torch.distributed.run"};
-    i = 3;
+  } else if (exe.rfind("python", 0) == 0) {
+    // python [-u|-B ...] -m torch.distributed.run | torch.distributed.launch: the launch-era
+    // module is torchrun's parser plus --use-env, and passes --local-rank=N unless given it.
+    size_t m = 1;
+    while (m < argv.size() && (argv[m] == "-u" || argv[m] == "-B")) ++m;
+    if (m + 1 >= argv.size() || argv[m] != "-m" ||
+        (argv[m + 1] != "torch.distributed.run" && argv[m + 1] != "torch.distributed.launch"))
+      return std::nullopt;
+    cmd.launcher.assign(argv.begin(), argv.begin() + static_cast<long>(m + 2));
+    i = m + 2;
   } else {
     return std::nullopt;
   }

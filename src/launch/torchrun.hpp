@@ -1,5 +1,7 @@
-// A command workload that is the user's own torchrun invocation (`torchrun ... train.py` or
-// `python -m torch.distributed.run ...`) runs as users run it: one torchrun agent per node,
+// A command workload that is the user's own torchrun invocation (`torchrun ... train.py`,
+// `python -m torch.distributed.run ...`, or the launch-era `python -m torch.distributed.launch
+// [--use-env] ...`, which is torchrun's parser and passes each rank --local-rank=N) runs as users
+// run it: one torchrun agent per node,
 // started through the launcher like a rank, each told the stage's topology (--nnodes,
 // --nproc-per-node), a c10d rendezvous at the trial's MASTER_ADDR:MASTER_PORT and a --log-dir in
 // the trial folder; the agents start the ranks. Their output comes back tee'd with a prefix that
@@ -15,6 +17,7 @@ namespace ddpbisect {
 
 struct TorchrunCommand {
   std::vector<std::string> launcher;  // ["torchrun"] or ["python3", "-m", "torch.distributed.run"]
+                                      // (or torch.distributed.launch, with the python's flags)
   std::vector<std::string> options;   // the user's options, less those ddpbisect sets
   std::vector<std::string> program;   // the training script (or -m module) and its arguments
   std::vector<std::string> dropped;   // the user's options ddpbisect replaced, for the record

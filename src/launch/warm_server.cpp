@@ -12,6 +12,7 @@
 #include "common/interrupt.hpp"
 #include "common/text.hpp"
 #include "launch/rank_plan.hpp"
+#include "launch/torchrun.hpp"
 
 namespace fs = std::filesystem;
 
@@ -110,6 +111,7 @@ WarmServer::~WarmServer() {
 bool warm_startable(const std::vector<std::string>& argv) {
   if (argv.size() < 2 || fs::path(argv[0]).filename().string().rfind("python", 0) != 0)
     return false;
+  if (parse_torchrun(argv)) return false;  // the launcher's agents start the ranks, not a fork
   size_t i = 1;
   while (i < argv.size() && (argv[i] == "-u" || argv[i] == "-B")) ++i;
   if (i >= argv.size()) return false;

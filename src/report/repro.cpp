@@ -9,6 +9,7 @@
 #include "diagnose/categories.hpp"
 #include "launch/agent_env.hpp"
 #include "launch/rank_plan.hpp"
+#include "launch/torchrun.hpp"
 #include "report/templates.hpp"
 #include "spec/placeholders.hpp"
 #include "spec/serialize.hpp"
@@ -48,7 +49,8 @@ std::string minimal_spec_yaml(const Spec& spec, const TrialConfig& m, const std:
     w["features"] = m.features;
     w["params"] = m.params;
   } else {
-    w["samples"] = samples;
+    // A workload without a samples dimension keeps none (an empty set would be an error).
+    if (!m.samples.empty() || !spec.command->samples.empty()) w["samples"] = samples;
     w["components"] = m.components;
     w["features"] = m.features;
     w["params"] = m.params;
@@ -77,7 +79,7 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
     const size_t colon = target.frame.rfind(':');
     if (colon != std::string::npos && colon > 0)
       frame_re = "File \"([^\"]*/)?" + ere_literal(target.frame.substr(0, colon)) +
-                 "\", line [0-9]+, in " + ere_literal(target.frame.substr(colon + 1)) + "$";
+                 "\", line [0-9]+,? in " + ere_literal(target.frame.substr(colon + 1)) + "$";
   }
   std::string s =
       "#!/usr/bin/env bash\n"
@@ -131,6 +133,7 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
     s += "export " + shell_quote("DDPBISECT_PARAM_" + upper + "=" + std::to_string(v)) + "\n";
   }
   std::vector<std::string> argv;
+  bool per_node = false;
   if (spec.builtin) {
     s += "worker=\n"
          "for w in \"${DDPBISECT_WORKER:-}\" \"$(command -v ddpbisect-worker)\" " +
@@ -156,18 +159,57 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
     }
     s += "cd " + shell_quote(c.cwd) + " || cant_start \"no working folder \"" + shell_quote(c.cwd) +
          "\n";
-    for (const auto& a : c.argv) argv.push_back(shell_quote(substitute_placeholders(a, values)));
+    // Each rank's own placeholders ({rank}, {local_rank}, {node_rank}): the loop's values.
+    static const std::vector<std::pair<std::string, std::string>> per_rank = {
+        {"rank", "$rank"},
+        {"local_rank", "$((rank % LOCAL_WORLD_SIZE))"},
+        {"node_rank", "$((rank / LOCAL_WORLD_SIZE))"}};
+    for (const auto& [k, shell] : per_rank) values.emplace(k, "\1" + k + "\1");
+    std::vector<std::string> words;
+    for (std::string a : c.argv) {
+      for (const char* k : {"${rank}", "${local_rank}", "${node_rank}"})
+        for (size_t at; (at = a.find(k)) != std::string::npos;) a.erase(at, 1);
+      words.push_back(substitute_placeholders(a, values));
+    }
+    if (auto launcher = parse_torchrun(words)) {
+      // The user's launcher, one agent per node at the minimal topology (as in the trials): it
+      // starts the node's ranks itself.
+      launcher->program.insert(launcher->program.begin(), launcher->options.begin(),
+                               launcher->options.end());
+      words = launcher->launcher;
+      for (const std::string& o : std::vector<std::string>{
+               "--nnodes=" + std::to_string(m.nodes),
+               "--nproc_per_node=" + std::to_string(m.procs_per_node), "--node_rank=\1node\1",
+               "--master_addr=\1addr\1", "--master_port=\1port\1", "--max_restarts=0"})
+        words.push_back(o);
+      words.insert(words.end(), launcher->program.begin(), launcher->program.end());
+      per_node = true;
+    }
+    for (const auto& w : words) {
+      std::string q = shell_quote(w);
+      for (const auto& [k, shell] : per_rank)
+        replace_all(q, "\1" + k + "\1", "'\"" + shell + "\"'");
+      replace_all(q, "\1node\1", "'\"$rank\"'");
+      replace_all(q, "\1addr\1", "'\"$MASTER_ADDR\"'");
+      replace_all(q, "\1port\1", "'\"$MASTER_PORT\"'");
+      argv.push_back(q);
+    }
     s += "command -v " + argv[0] + " >/dev/null || cant_start \"no program \"" + argv[0] + "\n";
   }
+  // A launcher form runs one agent per node (its log: node<N>.log); otherwise one process a rank.
+  if (per_node)
+    s += "procs=" + std::to_string(m.nodes) + " unit=node\n";
+  else
+    s += "procs=$WORLD_SIZE unit=rank\n";
   s +=
       "set -m  # each rank in its own process group: a timeout stops all of its processes\n"
       "pids=()\n"
-      "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
+      "for ((rank = 0; rank < procs; rank++)); do\n"
       "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) NODE_RANK=$((rank / "
       "LOCAL_WORLD_SIZE)) \\\n"
       "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) " +
       join(argv, " ") +
-      " >\"$here/rank$rank.log\" 2>&1 &\n"
+      " >\"$here/$unit$rank.log\" 2>&1 &\n"
       "  pids+=($!)\n"
       "done\n"
       "hung=0\n"
@@ -187,15 +229,15 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
       "  sleep 0.2\n"
       "done\n"
       "failed=0 noexec=0 signaled=0\n"
-      "for ((rank = 0; rank < WORLD_SIZE; rank++)); do\n"
+      "for ((rank = 0; rank < procs; rank++)); do\n"
       "  wait \"${pids[$rank]}\"; rc=$?\n"
-      "  echo \"rank $rank exited $rc (log: $here/rank$rank.log)\"\n"
+      "  echo \"$unit $rank exited $rc (log: $here/$unit$rank.log)\"\n"
       "  [[ $rc -eq 0 ]] || failed=1\n"
       "  [[ $rc -eq 126 || $rc -eq 127 ]] && noexec=1\n"
       "  [[ $rc -gt 128 ]] && signaled=1\n"
       "done\n"
       "logs=()\n"
-      "for ((rank = 0; rank < WORLD_SIZE; rank++)); do logs+=(\"$here/rank$rank.log\"); done\n"
+      "for ((rank = 0; rank < procs; rank++)); do logs+=(\"$here/$unit$rank.log\"); done\n"
       "found() { grep -qE -- \"$1\" \"${logs[@]}\" 2>/dev/null; }\n"
       "matches() {\n"
       "  if [[ -n $want_exception ]]; then\n"

@@ -7,6 +7,7 @@
 
 #include "launch/warm_server.hpp"
 #include "spec/loader.hpp"
+#include "spec/serialize.hpp"
 
 using namespace ddpbisect;
 
@@ -95,4 +96,65 @@ stages: [{name: one, nodes: 1, procs_per_node: 2}]
   EXPECT_EQ(server.env.count("DDPBISECT_AGENT"), 1u);
   EXPECT_EQ(server.env.at("PYTHONPATH"), slots[0].process.env.at("PYTHONPATH"));
   EXPECT_EQ(server.env.count("RANK"), 0u);
+}
+
+// Issue 28: warm starts are the default for a command workload with the agent; `preload: none`
+// turns them off, and a minimal spec written from a default one does not spell the default out.
+TEST(RankPlan, WarmStartsAreTheDefaultUnlessTurnedOff) {
+  const std::string head = "workload:\n  command: [python3, train.py]\n";
+  const std::string tail = "stages: [{name: one, nodes: 1, procs_per_node: 2}]\n";
+  auto plain = load_spec_text(head + tail, "/tmp/x.yaml");
+  ASSERT_TRUE(plain.spec);
+  EXPECT_TRUE(plain.spec->command->preload_default);
+  EXPECT_NE(std::find(plain.spec->command->preload.begin(), plain.spec->command->preload.end(),
+                      "torch.distributed"),
+            plain.spec->command->preload.end());
+  EXPECT_FALSE(spec_to_json(*plain.spec)["workload"].contains("preload"));
+
+  auto off = load_spec_text(head + "  preload: none\n" + tail, "/tmp/x.yaml");
+  ASSERT_TRUE(off.spec);
+  EXPECT_TRUE(off.spec->command->preload.empty());
+  EXPECT_FALSE(off.spec->command->preload_default);
+  EXPECT_EQ(spec_to_json(*off.spec)["workload"]["preload"], "none");  // a repro stays cold
+
+  auto no_agent = load_spec_text(head + "  agent: false\n" + tail, "/tmp/x.yaml");
+  ASSERT_TRUE(no_agent.spec);
+  EXPECT_TRUE(no_agent.spec->command->preload.empty());
+
+  auto asked = load_spec_text(head + "  preload: auto\n" + tail, "/tmp/x.yaml");
+  ASSERT_TRUE(asked.spec);
+  EXPECT_FALSE(asked.spec->command->preload_default);
+  EXPECT_EQ(asked.spec->command->preload, plain.spec->command->preload);
+}
+
+// Issue 26: per-rank placeholders in a plain command (torchrun's ${local_rank} spelling too) and
+// the topology's; a launcher form keeps ${local_rank} for its launcher.
+TEST(RankPlan, EachRankGetsItsOwnPlaceholders) {
+  auto r = load_spec_text(R"(workload:
+  command: [python3, train.py, "--local_rank={local_rank}", "--rank", "${rank}", "{world_size}",
+            "{nodes}x{procs_per_node}", "{{rank}}"]
+  preload: none
+stages: [{name: two, nodes: 2, procs_per_node: 2}]
+)",
+                          "/tmp/x.yaml");
+  ASSERT_TRUE(r.spec) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  TrialConfig t = initial_config(*r.spec, r.spec->stages[0]);
+  TrialPlace place{"/tmp/trial", "/tmp/trial/config.json", "127.0.0.1", 29511, "tok", {}, ""};
+  auto slots = plan_ranks(*r.spec, t, place);
+  ASSERT_EQ(slots.size(), 4u);
+  const auto& argv = slots[3].process.argv;
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 6, argv.end()),
+            (std::vector<std::string>{"--local_rank=1", "--rank", "3", "4", "2x2", "{rank}"}));
+  EXPECT_EQ(*(slots[2].process.argv.end() - 6), "--local_rank=0");
+
+  auto launcher = load_spec_text(R"(workload:
+  command: [torchrun, train.py, "--local_rank=${local_rank}"]
+stages: [{name: two, nodes: 1, procs_per_node: 2}]
+)",
+                                 "/tmp/x.yaml");
+  ASSERT_TRUE(launcher.spec);
+  auto agents =
+      plan_ranks(*launcher.spec, initial_config(*launcher.spec, launcher.spec->stages[0]), place);
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_EQ(agents[0].process.argv.back(), "--local_rank=${local_rank}");
 }

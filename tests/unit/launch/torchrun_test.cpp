@@ -32,8 +32,24 @@ TEST(Torchrun, RecognisesTheModuleFormAndNothingElse) {
   EXPECT_EQ(cmd->options, V({"-m"}));
   EXPECT_EQ(cmd->program, V({"pkg.train", "x"}));
   EXPECT_FALSE(parse_torchrun({"python3", "train.py"}));
-  EXPECT_FALSE(parse_torchrun({"python3", "-m", "torch.distributed.launch", "train.py"}));
+  EXPECT_FALSE(parse_torchrun({"python3", "-m", "torch.distributed.elastic", "train.py"}));
+  EXPECT_FALSE(parse_torchrun({"python3", "-c", "torch.distributed.run"}));
   EXPECT_FALSE(parse_torchrun({}));
+}
+
+// Issue 26: the launch-era module is torchrun's parser plus --use-env (a flag in either
+// spelling); python's own -u before -m is kept with the launcher.
+TEST(Torchrun, RecognisesTheLaunchEraModule) {
+  auto cmd = parse_torchrun({"/usr/bin/python3", "-u", "-m", "torch.distributed.launch",
+                             "--nproc_per_node", "2", "--use_env", "train.py", "--local_rank=0"});
+  ASSERT_TRUE(cmd);
+  EXPECT_EQ(cmd->launcher, V({"/usr/bin/python3", "-u", "-m", "torch.distributed.launch"}));
+  EXPECT_EQ(cmd->options, V({"--use_env"}));
+  EXPECT_EQ(cmd->program, V({"train.py", "--local_rank=0"}));
+  EXPECT_EQ(cmd->dropped, V({"--nproc_per_node", "2"}));
+  auto plain = parse_torchrun({"python", "-m", "torch.distributed.launch", "train.py"});
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->program, V({"train.py"}));
 }
 
 TEST(Torchrun, SplitsTheAgentsLinePrefixes) {

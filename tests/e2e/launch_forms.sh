@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Issue 26: the launch forms users type. The seed case (a launch-era script that reads
+# --local_rank; a NameError on local rank 1 in its second epoch) under
+# `python -m torch.distributed.launch --nproc_per_node 2`, and the same script as a plain command
+# with `--local_rank {local_rank}`: each reduced to 2 ranks and epochs=2, rank 1's NameError, with
+# exactly as many rank processes run as each trial reports; then the printed repro (`check
+# repro.yaml --expect fail`, and run.sh) reproduces it. Nothing is left behind.
+# Usage: launch_forms.sh DDPBISECT
+set -u
+source "$(dirname "$0")/lib.sh"
+bin=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+prog=$here/programs/launch_era_bug.py
+python3 -c 'import torch.distributed.launch' 2>/dev/null || skip "no torch.distributed.launch for python3"
+tmp=$(mktemp -d)
+[[ -n ${KEEP:-} ]] || at_exit rm -rf "$tmp"
+
+spec() {  # spec NAME COMMAND-LIST
+  cat >"$tmp/$1.yaml" <<EOS
+workload:
+  command: $2
+  params: {epochs: 3}
+stages:
+  - {name: single, nodes: 1, procs_per_node: 1}
+  - {name: node, nodes: 1, procs_per_node: 2}
+limits: {trial_timeout: 120s}
+EOS
+}
+spec launch "[python3, -m, torch.distributed.launch, --nproc_per_node, \"2\", $prog, --epochs, \"{epochs}\"]"
+spec plain "[python3, $prog, --local_rank, \"{local_rank}\", --epochs, \"{epochs}\"]"
+
+for form in launch plain; do
+  t0=$SECONDS
+  "$bin" "$tmp/$form.yaml" --out "$tmp/$form" --quiet --confirm 1 >"$tmp/$form.out" 2>"$tmp/$form.err" ||
+    { bad "$form: the reduction exited $?"; tail -5 "$tmp/$form.err" >&2; continue; }
+  echo "$form: $((SECONDS - t0)) s, $(ls "$tmp/$form/trials" | wc -l) trials"
+  py '
+import glob, json, sys
+out = sys.argv[1]
+r = json.load(open(out + "/report.json"))
+m, s = r["minimal"], r["signature"]
+assert m["world_size"] == 2 and m["params"]["epochs"] == 2, m
+assert s["exception"] == "NameError" and s["ranks"] == [1], s
+assert s["frame"] == "launch_era_bug.py:<module>", s
+for f in glob.glob(out + "/trials/*/outcome.json"):
+    o = json.load(open(f))
+    want = o["config"]["nodes"] * o["config"]["procs_per_node"]
+    assert len(o["ranks"]) == want, (f, want, len(o["ranks"]))
+' "$tmp/$form" && ok || bad "$form: not reduced to 2 ranks, epochs=2 and rank 1's NameError"
+  # The launch form's trials: one launcher a node, which started exactly the stage's ranks.
+  if [[ $form == launch ]]; then
+    py '
+import glob, json, sys
+for f in glob.glob(sys.argv[1] + "/trials/*/outcome.json"):
+    o = json.load(open(f))
+    want = o["config"]["nodes"] * o["config"]["procs_per_node"]
+    assert sorted(x["rank"] for x in o["ranks"]) == list(range(want)), f
+    assert len(o["agent_logs"]) == o["config"]["nodes"], f
+' "$tmp/$form" && ok || bad "launch: a trial ran other ranks than its stage"
+  fi
+  (cd "$tmp" && "$bin" check "$tmp/$form/repro/repro.yaml" --expect fail --out "$tmp/$form-check" >"$tmp/$form-check.out" 2>&1) &&
+    ok || { bad "$form: check repro.yaml --expect fail exited $?"; tail -5 "$tmp/$form-check.out" >&2; }
+  bash "$tmp/$form/repro/run.sh" >"$tmp/$form-run.out" 2>&1
+  rc=$?
+  [[ $rc == 1 ]] && grep -q "reproduced" "$tmp/$form-run.out" && ok ||
+    { bad "$form: run.sh exited $rc, not 1 (reproduced)"; tail -8 "$tmp/$form-run.out" >&2; }
+  # run.sh ran the minimal topology: two ranks' lines, no third.
+  n=$(cat "$tmp/$form"/repro/*.log | grep -o "local rank [0-9]*: epoch 0 done" | sort -u | wc -l)
+  [[ $n == 2 ]] && ok || bad "$form: run.sh ran $n ranks' epoch 0, not 2"
+done
+[[ -z $(pgrep -f -- "$prog") ]] && ok || bad "processes left: $(pgrep -af -- "$prog")"
+finish launch/forms
