@@ -34,7 +34,8 @@ int tier(const Event& e) {
   if (e.category == "launcher") return 4;
   if (e.handled || e.weak) return 3;
   if (!is_primary(e.category)) return 2;
-  return e.exception.empty() && e.frames.empty() ? 1 : 0;
+  // A traceback cut before its exception line says where, not what: a fragment too.
+  return e.exception.empty() && (e.frames.empty() || e.message.empty()) ? 1 : 0;
 }
 
 bool same_kind(const Event& a, const Event& b) {
@@ -80,7 +81,7 @@ bool launcher_reported_failure(const Facts& facts, const DiagnosisInput& in) {
   return false;
 }
 
-Event hang_event(const HangVerdict& v, const DiagnosisInput& in) {
+Event hang_event(const HangVerdict& v, const DiagnosisInput& in, const std::string& timeout) {
   Event h;
   h.category = "hang";
   h.origin.rank = v.culprit;
@@ -91,7 +92,7 @@ Event hang_event(const HangVerdict& v, const DiagnosisInput& in) {
   if (v.culprit)
     m << "rank " << *v.culprit << " is not where the others are: " << v.reason;
   else
-    m << "no rank made progress";
+    m << "no rank made progress" << (timeout.empty() ? "" : " (" + timeout + ")");
   if (in.stop_kind == "hang" && in.hang_threshold_s > 0)
     m << " (no progress for " << std::lround(in.hang_threshold_s) << " s)";
   if (!v.waiting.empty()) {
@@ -235,7 +236,14 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   std::optional<HangVerdict> hang;
   if (std::none_of(c.begin(), c.end(), real_primary)) {
     hang = attribute_hang(c, stacks, ev.facts, world, in.stop_kind == "hang");
-    if (hang && (hang->culprit || in.stop_kind == "hang")) c.push_back(hang_event(*hang, in));
+    // Ranks that timed out in a collective with no failure of anyone's own in the logs: a hang,
+    // whether or not the wavefront can name the rank they waited for (unknown when it cannot).
+    auto timeout = std::find_if(c.begin(), c.end(), [](const Event& e) {
+      return e.category == "comm_timeout" && !e.handled && !e.weak;
+    });
+    std::string quoted = timeout == c.end() ? "" : first_line(timeout->message).substr(0, 300);
+    if (hang && (hang->culprit || in.stop_kind == "hang" || timeout != c.end()))
+      c.push_back(hang_event(*hang, in, quoted));
   }
   if (in.stop_kind == "timeout" && std::none_of(c.begin(), c.end(), real_primary)) {
     Event t;

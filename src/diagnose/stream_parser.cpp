@@ -158,6 +158,24 @@ void StreamParser::add_frame(Frame f) {
 }
 
 void StreamParser::emit() {
+  // A traceback cut before its exception line (the excerpt ends, another block starts) reports
+  // the error this process printed just before it: c10d logs an error, then raises it. After a
+  // complete traceback it is a truncated copy that adds nothing.
+  if (current_.kind == EventKind::Error && current_.exception.empty() && current_.message.empty() &&
+      current_.category.empty() && !current_.frames.empty() && !events_.empty() &&
+      events_.back().kind == EventKind::Error && !events_.back().handled &&
+      !events_.back().category.empty()) {
+    Event& before = events_.back();
+    if (before.frames.empty()) {
+      before.frames = std::move(current_.frames);
+      before.weak = false;
+      for (const auto& x : current_.excerpt)
+        if (before.excerpt.size() < kMaxExcerpt) before.excerpt.push_back(x);
+    }
+    current_ = Event();
+    state_ = State::Idle;
+    return;
+  }
   if (current_.kind == EventKind::Error) {
     // A chain's cause without a frame of the user's: the later tracebacks say where it happened.
     if (!current_.user_frame() && std::any_of(chained_frames_.begin(), chained_frames_.end(),
@@ -398,6 +416,8 @@ void StreamParser::terminate_line(const CleanLine& l, double time, long long ord
     return;
   }
   if (text.empty()) return;
+  // Processes aborting at once print their "terminate called" lines before their what()s.
+  if (has(text, "terminate called after throwing an instance of")) return add_excerpt(text);
   redispatch(l, time, order);
 }
 
@@ -471,8 +491,11 @@ bool StreamParser::start_block(const CleanLine& l, double time, long long order)
   if (has(text, "terminate called after throwing an instance of")) {
     start_event(EventKind::Error, time, order);
     add_excerpt(text);
-    std::string type;
-    RE2::PartialMatch(piece(text), R"(instance of '([^']+)')", &type);
+    // Two processes' aborts glued mid-line name the type last: "... instance of '... instance
+    // of 'c10::CUDAError'".
+    size_t quote = text.rfind("instance of '");
+    std::string_view rest = quote == std::string_view::npos ? "" : text.substr(quote + 13);
+    std::string type(rest.substr(0, rest.find('\'')));
     current_.exception = type.empty() ? "std::exception" : type;
     state_ = State::Terminate;
     return true;
