@@ -561,13 +561,16 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
   }
   std::string category = classify_line(std::string(text));
   if (category.empty()) return;
+  // NCCL reports its own errors at WARN level: such a line is the error it names, not a
+  // warning (a device-side assertion, CUDA's failure inside NCCL, NCCL's own failure).
+  if (has(text, " NCCL WARN ") && !l.weak() && is_primary(category)) weak = false;
   start_event(EventKind::Error, time, order);
   add_excerpt(text);
   current_.category = category;
   current_.message = std::string(trim(text));
   current_.weak = weak;
   current_.garbled = garbled(text);
-  if (category == "nccl_error") current_.exception = "NCCLError";
+  if (category == "nccl_error" && !has(text, " NCCL WARN ")) current_.exception = "NCCLError";
   emit();
 }
 
