@@ -147,3 +147,8 @@ TEST(Facts, HeartbeatsAndTheAgentsTrace) {
   ASSERT_EQ(f.positions[0].frames.size(), 1u);
   EXPECT_EQ(f.positions[0].frames[0].function, "save");
 }
+
+TEST(Facts, DdpsUnusedParameterReportNamesItsRank) {
+  EXPECT_EQ(stated_rank("Parameter indices which did not receive grad for rank 3: 0 1"), 3);
+  EXPECT_EQ(stated_rank("Parameters which did not receive grad for rank 1: fc.weight"), 1);
+}
