@@ -228,6 +228,10 @@ const std::vector<std::unique_ptr<LauncherForm>>& launcher_forms() {
     // process spawned, whichever failed: its --local_rank says nothing.
     add(R"((?:exits with return code = |returned non-zero exit status )(-?\d+))",
         [](const Groups& g, ProcessReport& r) { set_exit(r, number(g[0])), r.ambiguous = true; });
+    // subprocess' own words for a child killed by a signal (the pre-elastic launcher's
+    // CalledProcessError), about the last command spawned as well.
+    add(R"(died with <Signals\.SIG\w+: (\d+)>)",
+        [](const Groups& g, ProcessReport& r) { set_exit(r, -number(g[0])), r.ambiguous = true; });
     add(R"(^(?:\S.*: line \d+: +(\d+) +)?(Killed|Aborted|Segmentation fault|Bus error)(?: \(core dumped\))?(?: {2,}.*)?$)",
         [](const Groups& g, ProcessReport& r) {
           r.origin.pid = number(g[0], 0), set_exit(r, -shell_signal(g[1])), r.text = "shell: ";
