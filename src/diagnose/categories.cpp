@@ -55,7 +55,7 @@ const std::vector<Category>& categories() {
        R"(DefaultCPUAllocator: can't allocate memory|std::bad_alloc|^MemoryError|memory allocation of \d+ bytes failed|Out of memory: Killed? process|oom[-_]kill|OOM[ -][Kk]illed|task \d+: Out Of Memory|Memory on the node .* exceeded the memory usage threshold|killed due to memory pressure)",
        "", "host memory exhausted (allocator failure, the kernel's OOM killer)"},
       {"nccl_error", true,
-       R"(NCCL error in: |NCCL error: |ncclInternalError|ncclSystemError|ncclInvalidUsage|ncclUnhandledCudaError|ncclInvalidArgument|Duplicate GPU detected|NCCL WARN .*(?:Call to \w+ failed|[Ee]rror encountered|Got completion from peer .*with error|[Nn]o socket interface|Unable to register memory))",
+       R"(NCCL error in: |NCCL error: |ncclInternalError|ncclSystemError|ncclInvalidUsage|ncclUnhandledCudaError|ncclInvalidArgument|Duplicate GPU detected|(?:NCCL )?WARN .*(?:Call to \w+ failed|[Ee]rror encountered|Got completion from peer .*with error|[Nn]o socket interface|Unable to register memory))",
        "NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL", "an NCCL error"},
       {"nonfinite_loss", true,
        R"((?i)(non-finite|nan|inf(inity)?) (loss|values? in|gradient)|loss is (nan|inf)|returned nan values|FloatingPointError)",
@@ -134,6 +134,12 @@ std::string classify_exception(const std::string& type, const std::string& messa
 
 std::string classify_line(const std::string& line) {
   return first_match(line);
+}
+
+std::string quoted_primary(const std::string& text) {
+  for (const auto& c : compiled())
+    if (c.category->primary && RE2::PartialMatch(text, *c.re)) return c.category->name;
+  return "";
 }
 
 }  // namespace ddpbisect

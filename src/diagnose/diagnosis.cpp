@@ -262,6 +262,11 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   d.failed = true;
   d.root = c[*root];
   if (!is_primary(d.root.category)) retarget_echo(d.root, c, ev.facts, world);
+  // An echo that is the root cause after all (no rank's own failure, none its words point at)
+  // is the error it quotes: NCCL's own error text under a peer's "remote process exited".
+  if (d.root.category == "peer_closed" && !d.root.exception.empty())
+    if (std::string quoted = quoted_primary(d.root.message); !quoted.empty())
+      d.root.category = quoted;
   prefer_odd_rank(d.root, c, ev.facts);
   d.signature.category = d.root.category;
   d.signature.exception = d.root.exception;

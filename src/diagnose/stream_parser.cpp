@@ -43,6 +43,12 @@ bool shell_report(std::string_view text) {
   return RE2::FullMatch(piece(text), re);
 }
 
+// NCCL's WARN-level line: "host:pid:tid [dev] file.cc:N NCCL WARN ..." (older NCCL: "WARN").
+bool nccl_warn(std::string_view text) {
+  static const RE2 old_form(R"(\[\d+\] \S+:\d+ WARN )");
+  return has(text, " NCCL WARN ") || RE2::PartialMatch(piece(text), old_form);
+}
+
 // A launcher's own line (never part of an exception's message).
 bool launcher_line(std::string_view text) {
   static const RE2 re(
@@ -546,7 +552,7 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
   std::string_view text = l.text;
   if (shell_report(text)) return;  // a launcher fact, read by facts.cpp
   std::string type, message;
-  bool weak = l.weak() || has(text, " NCCL INFO ") || has(text, " NCCL WARN ");
+  bool weak = l.weak() || has(text, " NCCL INFO ") || nccl_warn(text);
   // "RuntimeError: ..." printed without a traceback (a logger, a C++ program).
   if (!weak && parse_exception_line(text, type, message) && !message.empty() &&
       (type.find("Error") != std::string::npos || type.find("Exception") != std::string::npos)) {
@@ -563,14 +569,14 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
   if (category.empty()) return;
   // NCCL reports its own errors at WARN level: such a line is the error it names, not a
   // warning (a device-side assertion, CUDA's failure inside NCCL, NCCL's own failure).
-  if (has(text, " NCCL WARN ") && !l.weak() && is_primary(category)) weak = false;
+  if (nccl_warn(text) && !l.weak() && is_primary(category)) weak = false;
   start_event(EventKind::Error, time, order);
   add_excerpt(text);
   current_.category = category;
   current_.message = std::string(trim(text));
   current_.weak = weak;
   current_.garbled = garbled(text);
-  if (category == "nccl_error" && !has(text, " NCCL WARN ")) current_.exception = "NCCLError";
+  if (category == "nccl_error" && !nccl_warn(text)) current_.exception = "NCCLError";
   emit();
 }
 

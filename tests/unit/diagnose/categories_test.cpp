@@ -48,3 +48,10 @@ TEST(Categories, ClassifyByTheFirstRowThatMatches) {
   EXPECT_EQ(classify_line("memory allocation of 1073741824 bytes failed"), "host_oom");
   EXPECT_EQ(classify_line("epoch 3 loss 0.5"), "");
 }
+
+TEST(Categories, TheErrorAnEchoQuotes) {
+  EXPECT_EQ(quoted_primary("NCCL error in: x.cpp:1, remote process exited or there was a network "
+                           "error, NCCL version 2.21.5"),
+            "nccl_error");
+  EXPECT_EQ(quoted_primary("Connection reset by peer"), "");
+}

@@ -344,3 +344,21 @@ TEST(Explain, AKernelAssertionIsACudaErrorWithoutATraceback) {
   EXPECT_EQ(d.root.category, "cuda_error");
   EXPECT_NE(d.root.message.find("srcIndex < srcSelectDimSize"), std::string::npos);
 }
+
+TEST(Explain, AnEchoWithNoPrimaryAnywhereIsTheErrorItQuotes) {
+  Diagnosis d = diagnose_console(
+      "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1, remote process "
+      "exited or there was a network error, NCCL version 2.21.5\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "nccl_error");
+  EXPECT_EQ(d.root.exception, "torch.distributed.DistBackendError");
+}
+
+TEST(Explain, OlderNcclWarnLinesWithoutTheNcclWord) {
+  Diagnosis d = diagnose_console(
+      "host:1:2 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n"
+      "host:1:3 [0] include/socket.h:371 WARN Connection closed by remote peer\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "nccl_error");
+  EXPECT_EQ(d.root.exception, "");
+}
