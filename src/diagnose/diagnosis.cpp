@@ -153,6 +153,18 @@ std::optional<size_t> choose_root(const std::vector<Event>& c, bool launcher_fai
         (tier(c[i]) == tier(c[*best]) && earlier(c[i], c[*best])))
       best = i;
   }
+  // An error printed twice, once bare (a logger, a wrapper's summary) and once with its
+  // traceback, is one error: the copy with the frames says where it happened.
+  if (best && c[*best].frames.empty() && !c[*best].exception.empty()) {
+    const Event& b = c[*best];
+    std::string key = normalize_message(first_line(b.message)).substr(0, 80);
+    for (size_t i = 0; i < c.size(); ++i)
+      if (i != *best && c[i].kind == EventKind::Error && !c[i].frames.empty() && !c[i].handled &&
+          c[i].exception == b.exception && c[i].category == b.category &&
+          (!b.origin.rank || !c[i].origin.rank || b.origin.rank == c[i].origin.rank) &&
+          normalize_message(first_line(c[i].message)).substr(0, 80) == key)
+        return i;
+  }
   return best;
 }
 
@@ -261,6 +273,15 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   }
   d.failed = true;
   d.root = c[*root];
+  // The bare copy's rank, when the copy with frames was printed without one.
+  if (!d.root.origin.rank)
+    for (const auto& e : c)
+      if (e.origin.rank && e.kind == EventKind::Error && e.exception == d.root.exception &&
+          e.category == d.root.category && e.frames.empty() && !e.handled &&
+          first_line(e.message) == first_line(d.root.message)) {
+        d.root.origin = e.origin;
+        break;
+      }
   if (!is_primary(d.root.category)) retarget_echo(d.root, c, ev.facts, world);
   // An echo that is the root cause after all (no rank's own failure, none its words point at)
   // is the error it quotes: NCCL's own error text under a peer's "remote process exited".
