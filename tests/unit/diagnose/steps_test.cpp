@@ -362,3 +362,27 @@ TEST(Explain, OlderNcclWarnLinesWithoutTheNcclWord) {
   EXPECT_EQ(d.root.category, "nccl_error");
   EXPECT_EQ(d.root.exception, "");
 }
+
+TEST(Explain, AnErrorPrintedBareAndWithItsTracebackIsOneErrorWithItsFrames) {
+  Diagnosis d = diagnose_console(
+      "[rank0]: RuntimeError: shapes differ in the loss\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 7, in step\n"
+      "    loss = f(x)\n"
+      "RuntimeError: shapes differ in the loss\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "RuntimeError");
+  EXPECT_EQ(d.signature.frame, "train.py:step");
+  EXPECT_EQ(d.root.origin.rank, 0);  // the bare copy's rank
+}
+
+TEST(Explain, ATracebackWhoseHeaderWasLostStartsAtItsFirstFrame) {
+  Diagnosis d = diagnose_console(
+      "    engine = build(args)\n"
+      "  File \"/work/app/config.py\", line 260, in verify\n"
+      "    raise ValueError(\n"
+      "ValueError: heads must be divisible by the tensor parallel size\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "ValueError");
+  EXPECT_EQ(d.signature.frame, "config.py:verify");
+}
