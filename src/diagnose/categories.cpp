@@ -18,7 +18,7 @@ const std::vector<Category>& categories() {
        R"((?i)address already in use|EADDRINUSE|failed to listen on any local network address|The client socket has failed to connect to|while trying to connect to|Name or service not known|^ddpbisect-isolate: cannot run )",
        "", "could not run fairly: port in use, master unreachable, program missing"},
       {"collective_mismatch", true,
-       R"(op\.preamble\.length <= op\.nbytes|Detected mismatch between collectives on ranks|distributed collective mismatch)",
+       R"(op\.preamble\.length <= op\.nbytes|Detected mismatch between collectives on ranks|distributed collective mismatch|Error when verifying shape tensors for collective|Cannot apply desired operation due to shape mismatches)",
        "TORCH_DISTRIBUTED_DEBUG=DETAIL", "ranks ran different collectives (Gloo enforce, DETAIL)"},
       {"comm_timeout", false,
        R"(Timed out waiting \d+ms for (recv|send) operation|Watchdog caught collective operation timeout|failed to pass monitoredBarrier|timed out in monitoredBarrier|NCCL communicator was aborted|received errors while waiting for send/recv)",

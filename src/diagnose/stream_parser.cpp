@@ -356,7 +356,9 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
     return emit();
   }
   if (text.empty()) {  // a blank line ends the message; a chain may still follow
-    continuation_ = 8;
+    // ... unless the exception line had none: "Type:" then the message after a blank line.
+    if (!(current_.message.empty() && continuation_ == 0 && !current_.exception.empty()))
+      continuation_ = 8;
     return;
   }
   bool continuation = !chain_pending_ && continuation_ < 8 && !l.level && !shell_report(text) &&
@@ -366,7 +368,7 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
                       !has(text, "Root Cause (first observed failure)");
   if (continuation) {
     add_excerpt(text);
-    current_.message += "\n" + std::string(text);
+    current_.message += (current_.message.empty() ? "" : "\n") + std::string(text);
     ++continuation_;
     return;
   }

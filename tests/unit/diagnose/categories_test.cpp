@@ -55,3 +55,10 @@ TEST(Categories, TheErrorAnEchoQuotes) {
             "nccl_error");
   EXPECT_EQ(quoted_primary("Connection reset by peer"), "");
 }
+
+TEST(Categories, ShapeChecksOfACollectiveAreAMismatch) {
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "Error when verifying shape tensors for collective ALLREDUCE on "
+                               "rank 0. This likely indicates that input shapes"),
+            "collective_mismatch");
+}

@@ -386,3 +386,16 @@ TEST(Explain, ATracebackWhoseHeaderWasLostStartsAtItsFirstFrame) {
   EXPECT_EQ(d.root.exception, "ValueError");
   EXPECT_EQ(d.signature.frame, "config.py:verify");
 }
+
+TEST(Explain, AnExceptionLineWithoutMessageTakesTheTextAfterTheBlankLine) {
+  Diagnosis d = diagnose_console(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/test.py\", line 4, in main\n"
+      "    broadcast(t)\n"
+      "pkg.utils.DistributedOperationException:\n"
+      "\n"
+      "Cannot apply desired operation due to shape mismatches. All shapes must be valid.\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "collective_mismatch");
+  EXPECT_EQ(d.root.message.rfind("Cannot apply desired operation", 0), 0u) << d.root.message;
+}
