@@ -29,7 +29,7 @@ const std::vector<Category>& categories() {
        R"(Connection closed by (peer|remote peer|localRank)|Connection reset by peer|Broken pipe|remote process exited or there was a network error|Failed to recv, got 0 bytes|ncclRemoteError|Please check rank \d+ logs|ActorDiedError|The actor died unexpectedly)",
        "", "a peer went away (another rank died)"},
       {"rendezvous", false,
-       R"(waiting for clients\. \d+/\d+ clients joined|Socket Timeout|Timed out initializing process group|RendezvousTimeoutError|RendezvousClosedError|wait timeout after \d+ms, keys:)",
+       R"(waiting for clients\. \d+/\d+ clients joined|Socket Timeout|Timed out initializing process group|Rendezvous(?:Timeout|Closed|Connection|State)Error|wait timeout after \d+ms, keys:)",
        "", "the store or rendezvous failed (peers missing)"},
       {"ddp_unused_parameters", true,
        R"(Expected to have finished reduction in the prior iteration|parameters that were not used in producing (the )?loss)",

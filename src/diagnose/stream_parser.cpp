@@ -168,9 +168,8 @@ void StreamParser::emit() {
   // the error this process printed just before it: c10d logs an error, then raises it. After a
   // complete traceback it is a truncated copy that adds nothing.
   if (current_.kind == EventKind::Error && current_.exception.empty() && current_.message.empty() &&
-      current_.category.empty() && !current_.frames.empty() && !events_.empty() &&
-      events_.back().kind == EventKind::Error && !events_.back().handled &&
-      !events_.back().category.empty()) {
+      current_.category.empty() && !events_.empty() && events_.back().kind == EventKind::Error &&
+      !events_.back().handled && !events_.back().category.empty()) {
     Event& before = events_.back();
     if (before.frames.empty()) {
       before.frames = std::move(current_.frames);
@@ -573,6 +572,17 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
     state_ = State::AfterException;
     continuation_ = 0;
     return;
+  }
+  // torchelastic's error record printed as JSON (the error handler, the ChildFailedError
+  // banner's msg field): '"message": "Type: text",'.
+  static const RE2 record(
+      R"re(^\s*"message": "([A-Za-z_][\w.]*(?:Error|Exception)): (.*?)",?\s*$)re");
+  if (RE2::FullMatch(piece(text), record, &type, &message)) {
+    start_event(EventKind::Error, time, order);
+    add_excerpt(text);
+    current_.exception = type;
+    current_.message = message;
+    return emit();
   }
   std::string category = classify_line(std::string(text));
   if (category.empty()) return;

@@ -399,3 +399,18 @@ TEST(Explain, AnExceptionLineWithoutMessageTakesTheTextAfterTheBlankLine) {
   EXPECT_EQ(d.root.category, "collective_mismatch");
   EXPECT_EQ(d.root.message.rfind("Cannot apply desired operation", 0), 0u) << d.root.message;
 }
+
+TEST(Explain, TorchelasticsJsonErrorRecordIsTheErrorItNames) {
+  Diagnosis d = diagnose_console(
+      "[ERROR] 2021-09-13 22:18:26,678 error_handler: {\n"
+      "  \"message\": {\n"
+      "    \"message\": \"RendezvousConnectionError: The connection to the C10d store has "
+      "failed. See inner exception for details.\",\n"
+      "    \"extraInfo\": {\n"
+      "      \"py_callstack\": \"Traceback (most recent call last):\\n  File \\\"/x/run.py\\\", "
+      "line 3, in main\\n\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "rendezvous");
+  EXPECT_EQ(d.root.exception, "RendezvousConnectionError");
+  EXPECT_FALSE(d.root.origin.rank);
+}
