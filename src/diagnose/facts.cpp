@@ -59,7 +59,7 @@ std::optional<int> stated_rank(std::string_view text) {
   // barrier's "Rank 3 successfully reached", NCCL's "communicator was aborted on rank 3", DDP's
   // "Parameters which did not receive grad for rank 3".
   static const RE2 re(
-      R"(\[(?:PG[^\]]*?)?\bRank (\d+)\]|^(?:RuntimeError: )?(?:Detected mismatch between collectives on ranks\. )?Rank (\d+) (?:is running collective|successfully reached monitoredBarrier)|communicator was aborted on rank (\d+)|did not receive grad for rank (\d+))");
+      R"(\[(?:PG[^\]]*?)?\bRank (\d+)\]|^(?:RuntimeError: )?(?:Detected mismatch between collectives on ranks\. )?Rank (\d+) (?:is running collective|successfully reached monitoredBarrier)|communicator was aborted on rank (\d+)|did not receive grad for rank (\d+)|^Rank (\d+): )");
   if (auto g = captures(text, re))
     for (const auto& v : *g)
       if (!v.empty()) return static_cast<int>(number(v));

@@ -62,3 +62,12 @@ TEST(Categories, ShapeChecksOfACollectiveAreAMismatch) {
                                "rank 0. This likely indicates that input shapes"),
             "collective_mismatch");
 }
+
+TEST(Categories, DdpsParamCheckAndANanGradNorm) {
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "params[3] in this process with sizes [4, 4] appears not to match "
+                               "strides of the same param in process 0."),
+            "ddp_model_mismatch");
+  EXPECT_EQ(classify_exception("AssertionError", "Rank 2: found NaN in local grad norm"),
+            "nonfinite_loss");
+}

@@ -161,3 +161,8 @@ TEST(Facts, SubprocessNamesTheSignalThatKilledAChild) {
   EXPECT_EQ(f.reports[0].signal, 11);
   EXPECT_TRUE(f.reports[0].ambiguous);  // the launcher's last command line, not the failed one
 }
+
+TEST(Facts, AMessageThatOpensWithItsRank) {
+  EXPECT_EQ(stated_rank("Rank 11: found NaN in local grad norm"), 11);
+  EXPECT_FALSE(stated_rank("Ranks 0 and 1 disagree"));
+}
