@@ -6,6 +6,7 @@
 
 #include "common/signals.hpp"
 #include "common/text.hpp"
+#include "diagnose/categories.hpp"
 #include "diagnose/diagnose_steps.hpp"
 #include "diagnose/frames.hpp"
 #include "diagnose/match.hpp"
@@ -89,6 +90,31 @@ void reported_exits(const Facts& facts, std::vector<Event>& out) {
   }
 }
 
+// A C++ abort whose what() never came (another process's line took its place) reports the
+// error of the line right after it in its file, when that line is a reported error without a
+// type of its own (a watchdog quoting "CUDA error: ..."): the abort is that error's wrapper.
+void adopt_wrapped_errors(std::vector<Event>& events) {
+  for (auto& e : events) {
+    if (e.kind != EventKind::Error || e.category != "cpp_exception" || !e.message.empty() || e.weak)
+      continue;
+    Event* next = nullptr;
+    for (auto& o : events)
+      if (&o != &e && o.source == e.source && o.order > e.order && (!next || o.order < next->order))
+        next = &o;
+    if (!next || next->kind != EventKind::Error || !next->exception.empty() ||
+        !next->frames.empty() || !is_primary(next->category) || next->category == "cpp_exception")
+      continue;
+    e.category = next->category;
+    e.message = next->message;
+    e.excerpt.insert(e.excerpt.end(), next->excerpt.begin(), next->excerpt.end());
+    next->category.clear();  // folded into its wrapper
+  }
+  events.erase(std::remove_if(
+                   events.begin(), events.end(),
+                   [](const Event& e) { return e.kind == EventKind::Error && e.category.empty(); }),
+               events.end());
+}
+
 }  // namespace
 
 std::vector<Event> find_candidates(std::vector<Event> events, const Facts& facts,
@@ -121,6 +147,7 @@ std::vector<Event> find_candidates(std::vector<Event> events, const Facts& facts
     }
     out.push_back(std::move(e));
   }
+  adopt_wrapped_errors(out);
   observed_exits(in, out);
   reported_exits(facts, out);
   return out;

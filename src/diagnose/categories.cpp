@@ -18,7 +18,7 @@ const std::vector<Category>& categories() {
        R"((?i)address already in use|EADDRINUSE|failed to listen on any local network address|The client socket has failed to connect to|while trying to connect to|Name or service not known|^ddpbisect-isolate: cannot run )",
        "", "could not run fairly: port in use, master unreachable, program missing"},
       {"collective_mismatch", true,
-       R"(op\.preamble\.length <= op\.nbytes|Detected mismatch between collectives on ranks|distributed collective mismatch)",
+       R"(op\.preamble\.length <= op\.nbytes|Detected mismatch between collectives on ranks|distributed collective mismatch|Error when verifying shape tensors for collective|Cannot apply desired operation due to shape mismatches)",
        "TORCH_DISTRIBUTED_DEBUG=DETAIL", "ranks ran different collectives (Gloo enforce, DETAIL)"},
       {"comm_timeout", false,
        R"(Timed out waiting \d+ms for (recv|send) operation|Watchdog caught collective operation timeout|failed to pass monitoredBarrier|timed out in monitoredBarrier|NCCL communicator was aborted|received errors while waiting for send/recv)",
@@ -29,14 +29,15 @@ const std::vector<Category>& categories() {
        R"(Connection closed by (peer|remote peer|localRank)|Connection reset by peer|Broken pipe|remote process exited or there was a network error|Failed to recv, got 0 bytes|ncclRemoteError|Please check rank \d+ logs|ActorDiedError|The actor died unexpectedly)",
        "", "a peer went away (another rank died)"},
       {"rendezvous", false,
-       R"(waiting for clients\. \d+/\d+ clients joined|Socket Timeout|Timed out initializing process group|RendezvousTimeoutError|RendezvousClosedError|wait timeout after \d+ms, keys:)",
+       R"(waiting for clients\. \d+/\d+ clients joined|Socket Timeout|Timed out initializing process group|Rendezvous(?:Timeout|Closed|Connection|State)Error|wait timeout after \d+ms, keys:)",
        "", "the store or rendezvous failed (peers missing)"},
       {"ddp_unused_parameters", true,
        R"(Expected to have finished reduction in the prior iteration|parameters that were not used in producing (the )?loss)",
        "TORCH_DISTRIBUTED_DEBUG=INFO", "DDP: parameters that did not receive a gradient"},
       {"ddp_marked_twice", true, R"(Expected to mark a variable ready only once)",
        "TORCH_DISTRIBUTED_DEBUG=INFO", "DDP: a variable marked ready more than once"},
-      {"ddp_model_mismatch", true, R"(DDP expects same model across all ranks)",
+      {"ddp_model_mismatch", true,
+       R"(DDP expects same model across all ranks|appears not to match (?:sizes|strides) of the same param in process)",
        "TORCH_DISTRIBUTED_DEBUG=INFO", "DDP: different models across ranks"},
       {"uneven_inputs", true, R"(Detected at least one rank that exhausted inputs)", "",
        "join(): a rank exhausted its inputs"},
@@ -45,19 +46,20 @@ const std::vector<Category>& categories() {
       {"torn_checkpoint", true,
        R"(PytorchStreamReader failed reading|failed finding central directory)", "",
        "a checkpoint read while another rank was writing it"},
-      {"cuda_oom", true, R"(CUDA out of memory|OutOfMemoryError|CUDA error: out of memory)",
+      {"cuda_oom", true,
+       R"(CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|NCCL WARN Cuda failure (?:\d+ )?'out of memory'|NCCL WARN Failed to CUDA calloc)",
        "CUDA_LAUNCH_BLOCKING=1", "CUDA out of memory"},
       {"cuda_error", true,
-       R"(CUDA error: |CUDA kernel errors|device-side assert triggered|cudaErrorIllegalAddress|an illegal memory access was encountered)",
+       R"(CUDA error: |CUDA kernel errors|device-side assert triggered|cudaErrorIllegalAddress|an illegal memory access was encountered|\.cuh?:\d+: .*Assertion `.+` failed|NCCL WARN Cuda failure (?:\d+ )?')",
        "CUDA_LAUNCH_BLOCKING=1", "a CUDA error (device-side assert, illegal memory access)"},
       {"host_oom", true,
        R"(DefaultCPUAllocator: can't allocate memory|std::bad_alloc|^MemoryError|memory allocation of \d+ bytes failed|Out of memory: Killed? process|oom[-_]kill|OOM[ -][Kk]illed|task \d+: Out Of Memory|Memory on the node .* exceeded the memory usage threshold|killed due to memory pressure)",
        "", "host memory exhausted (allocator failure, the kernel's OOM killer)"},
       {"nccl_error", true,
-       R"(NCCL error in: |NCCL error: |ncclInternalError|ncclSystemError|ncclInvalidUsage|ncclUnhandledCudaError|ncclInvalidArgument)",
+       R"(NCCL error in: |NCCL error: |ncclInternalError|ncclSystemError|ncclInvalidUsage|ncclUnhandledCudaError|ncclInvalidArgument|Duplicate GPU detected|(?:NCCL )?WARN .*(?:Call to \w+ failed|[Ee]rror encountered|Got completion from peer .*with error|[Nn]o socket interface|Unable to register memory))",
        "NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL", "an NCCL error"},
       {"nonfinite_loss", true,
-       R"((?i)(non-finite|nan|inf(inity)?) (loss|values? in|gradient)|loss is (nan|inf)|returned nan values|FloatingPointError)",
+       R"((?i)(non-finite|nan|inf(inity)?) (loss|values? in|gradient)|loss is (nan|inf)|returned nan values|FloatingPointError|found (?:nan|inf) in (?:\w+ )?grad)",
        "", "NaN or Inf in the loss or a gradient"},
       {"signal", true,
        R"(Fatal Python error: (Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction))",
@@ -133,6 +135,12 @@ std::string classify_exception(const std::string& type, const std::string& messa
 
 std::string classify_line(const std::string& line) {
   return first_match(line);
+}
+
+std::string quoted_primary(const std::string& text) {
+  for (const auto& c : compiled())
+    if (c.category->primary && RE2::PartialMatch(text, *c.re)) return c.category->name;
+  return "";
 }
 
 }  // namespace ddpbisect

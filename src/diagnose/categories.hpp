@@ -31,5 +31,9 @@ std::map<std::string, std::string> category_debug_variables(const std::string& c
 std::string classify_exception(const std::string& type, const std::string& message);
 // The category of a free-standing log line, or "" when it is not an error line.
 std::string classify_line(const std::string& line);
+// The first primary category whose pattern `text` matches, skipping the echo rows: the error an
+// echo's words quote ("NCCL error in: ..., remote process exited" quotes NCCL's own error), or
+// "" when it quotes none.
+std::string quoted_primary(const std::string& text);
 
 }  // namespace ddpbisect

@@ -34,7 +34,8 @@ int tier(const Event& e) {
   if (e.category == "launcher") return 4;
   if (e.handled || e.weak) return 3;
   if (!is_primary(e.category)) return 2;
-  return e.exception.empty() && e.frames.empty() ? 1 : 0;
+  // A traceback cut before its exception line says where, not what: a fragment too.
+  return e.exception.empty() && (e.frames.empty() || e.message.empty()) ? 1 : 0;
 }
 
 bool same_kind(const Event& a, const Event& b) {
@@ -80,7 +81,7 @@ bool launcher_reported_failure(const Facts& facts, const DiagnosisInput& in) {
   return false;
 }
 
-Event hang_event(const HangVerdict& v, const DiagnosisInput& in) {
+Event hang_event(const HangVerdict& v, const DiagnosisInput& in, const std::string& timeout) {
   Event h;
   h.category = "hang";
   h.origin.rank = v.culprit;
@@ -91,7 +92,7 @@ Event hang_event(const HangVerdict& v, const DiagnosisInput& in) {
   if (v.culprit)
     m << "rank " << *v.culprit << " is not where the others are: " << v.reason;
   else
-    m << "no rank made progress";
+    m << "no rank made progress" << (timeout.empty() ? "" : " (" + timeout + ")");
   if (in.stop_kind == "hang" && in.hang_threshold_s > 0)
     m << " (no progress for " << std::lround(in.hang_threshold_s) << " s)";
   if (!v.waiting.empty()) {
@@ -151,6 +152,18 @@ std::optional<size_t> choose_root(const std::vector<Event>& c, bool launcher_fai
     if (!best || tier(c[i]) < tier(c[*best]) ||
         (tier(c[i]) == tier(c[*best]) && earlier(c[i], c[*best])))
       best = i;
+  }
+  // An error printed twice, once bare (a logger, a wrapper's summary) and once with its
+  // traceback, is one error: the copy with the frames says where it happened.
+  if (best && c[*best].frames.empty() && !c[*best].exception.empty()) {
+    const Event& b = c[*best];
+    std::string key = normalize_message(first_line(b.message)).substr(0, 80);
+    for (size_t i = 0; i < c.size(); ++i)
+      if (i != *best && c[i].kind == EventKind::Error && !c[i].frames.empty() && !c[i].handled &&
+          c[i].exception == b.exception && c[i].category == b.category &&
+          (!b.origin.rank || !c[i].origin.rank || b.origin.rank == c[i].origin.rank) &&
+          normalize_message(first_line(c[i].message)).substr(0, 80) == key)
+        return i;
   }
   return best;
 }
@@ -235,7 +248,14 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   std::optional<HangVerdict> hang;
   if (std::none_of(c.begin(), c.end(), real_primary)) {
     hang = attribute_hang(c, stacks, ev.facts, world, in.stop_kind == "hang");
-    if (hang && (hang->culprit || in.stop_kind == "hang")) c.push_back(hang_event(*hang, in));
+    // Ranks that timed out in a collective with no failure of anyone's own in the logs: a hang,
+    // whether or not the wavefront can name the rank they waited for (unknown when it cannot).
+    auto timeout = std::find_if(c.begin(), c.end(), [](const Event& e) {
+      return e.category == "comm_timeout" && !e.handled && !e.weak;
+    });
+    std::string quoted = timeout == c.end() ? "" : first_line(timeout->message).substr(0, 300);
+    if (hang && (hang->culprit || in.stop_kind == "hang" || timeout != c.end()))
+      c.push_back(hang_event(*hang, in, quoted));
   }
   if (in.stop_kind == "timeout" && std::none_of(c.begin(), c.end(), real_primary)) {
     Event t;
@@ -253,7 +273,21 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   }
   d.failed = true;
   d.root = c[*root];
+  // The bare copy's rank, when the copy with frames was printed without one.
+  if (!d.root.origin.rank)
+    for (const auto& e : c)
+      if (e.origin.rank && e.kind == EventKind::Error && e.exception == d.root.exception &&
+          e.category == d.root.category && e.frames.empty() && !e.handled &&
+          first_line(e.message) == first_line(d.root.message)) {
+        d.root.origin = e.origin;
+        break;
+      }
   if (!is_primary(d.root.category)) retarget_echo(d.root, c, ev.facts, world);
+  // An echo that is the root cause after all (no rank's own failure, none its words point at)
+  // is the error it quotes: NCCL's own error text under a peer's "remote process exited".
+  if (d.root.category == "peer_closed" && !d.root.exception.empty())
+    if (std::string quoted = quoted_primary(d.root.message); !quoted.empty())
+      d.root.category = quoted;
   prefer_odd_rank(d.root, c, ev.facts);
   d.signature.category = d.root.category;
   d.signature.exception = d.root.exception;

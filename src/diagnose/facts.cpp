@@ -56,9 +56,10 @@ void Facts::merge(Facts&& o) {
 
 std::optional<int> stated_rank(std::string_view text) {
   // c10d's "[Rank 3]" / "[PG 0 Rank 3]", DETAIL's "Rank 3 is running collective", the monitored
-  // barrier's "Rank 3 successfully reached", NCCL's "communicator was aborted on rank 3".
+  // barrier's "Rank 3 successfully reached", NCCL's "communicator was aborted on rank 3", DDP's
+  // "Parameters which did not receive grad for rank 3".
   static const RE2 re(
-      R"(\[(?:PG[^\]]*?)?\bRank (\d+)\]|^(?:RuntimeError: )?(?:Detected mismatch between collectives on ranks\. )?Rank (\d+) (?:is running collective|successfully reached monitoredBarrier)|communicator was aborted on rank (\d+))");
+      R"(\[(?:PG[^\]]*?)?\bRank (\d+)\]|^(?:RuntimeError: )?(?:Detected mismatch between collectives on ranks\. )?Rank (\d+) (?:is running collective|successfully reached monitoredBarrier)|communicator was aborted on rank (\d+)|did not receive grad for rank (\d+)|^Rank (\d+): )");
   if (auto g = captures(text, re))
     for (const auto& v : *g)
       if (!v.empty()) return static_cast<int>(number(v));
@@ -227,6 +228,10 @@ const std::vector<std::unique_ptr<LauncherForm>>& launcher_forms() {
     // process spawned, whichever failed: its --local_rank says nothing.
     add(R"((?:exits with return code = |returned non-zero exit status )(-?\d+))",
         [](const Groups& g, ProcessReport& r) { set_exit(r, number(g[0])), r.ambiguous = true; });
+    // subprocess' own words for a child killed by a signal (the pre-elastic launcher's
+    // CalledProcessError), about the last command spawned as well.
+    add(R"(died with <Signals\.SIG\w+: (\d+)>)",
+        [](const Groups& g, ProcessReport& r) { set_exit(r, -number(g[0])), r.ambiguous = true; });
     add(R"(^(?:\S.*: line \d+: +(\d+) +)?(Killed|Aborted|Segmentation fault|Bus error)(?: \(core dumped\))?(?: {2,}.*)?$)",
         [](const Groups& g, ProcessReport& r) {
           r.origin.pid = number(g[0], 0), set_exit(r, -shell_signal(g[1])), r.text = "shell: ";

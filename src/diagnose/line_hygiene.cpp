@@ -36,6 +36,8 @@ const std::vector<Prefix>& prefixes() {
       {Tag::PyLevel, Tag::None,
        R"((?:\[[A-Za-z][\w-]*\] )?\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:- |\| )?(?:[\w.]+ (?:- |\| ))?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: - | \| [\w.]+ \| | \| |:? +))?\s*)"},
       {Tag::PyLevel, Tag::None, R"((DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:)"},  // logging
+      {Tag::PyLevel, Tag::None,  // vLLM's logger: "ERROR 07-23 19:34:51 [file.py:487] "
+       R"((DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.-]+:\d+\] ?)"},
       {Tag::PyLevel, Tag::None,
        R"([\w.]+: \[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] )"},                          // torch 2.1
       {Tag::Level, Tag::None, R"(([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\] ]+\] )"},  // glog

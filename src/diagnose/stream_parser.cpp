@@ -43,6 +43,12 @@ bool shell_report(std::string_view text) {
   return RE2::FullMatch(piece(text), re);
 }
 
+// NCCL's WARN-level line: "host:pid:tid [dev] file.cc:N NCCL WARN ..." (older NCCL: "WARN").
+bool nccl_warn(std::string_view text) {
+  static const RE2 old_form(R"(\[\d+\] \S+:\d+ WARN )");
+  return has(text, " NCCL WARN ") || RE2::PartialMatch(piece(text), old_form);
+}
+
 // A launcher's own line (never part of an exception's message).
 bool launcher_line(std::string_view text) {
   static const RE2 re(
@@ -85,7 +91,7 @@ const RE2& trigger_regex() {
     o.set_max_mem(32 << 20);  // room for the DFA's states: a starved cache falls back to slower
     o.set_never_capture(true);
     std::string pattern =
-        R"(rror|RROR|CRITICAL|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnect|Signal|cannot run |exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|[Mm]emory|MEM|RSS|rss|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|Timeout \(|Python v|mpirank|rank \d+|Rank \d+)";
+        R"(rror|RROR|CRITICAL|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnect|Signal|cannot run |exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|[Mm]emory|MEM|RSS|rss|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|Timeout \(|Python v|mpirank|rank \d+|Rank \d+|File ")";
     for (const Category& c : categories())
       if (*c.pattern) pattern += std::string("|(?m:") + c.pattern + ")";
     return RE2(pattern, o);
@@ -158,6 +164,23 @@ void StreamParser::add_frame(Frame f) {
 }
 
 void StreamParser::emit() {
+  // A traceback cut before its exception line (the excerpt ends, another block starts) reports
+  // the error this process printed just before it: c10d logs an error, then raises it. After a
+  // complete traceback it is a truncated copy that adds nothing.
+  if (current_.kind == EventKind::Error && current_.exception.empty() && current_.message.empty() &&
+      current_.category.empty() && !events_.empty() && events_.back().kind == EventKind::Error &&
+      !events_.back().handled && !events_.back().category.empty()) {
+    Event& before = events_.back();
+    if (before.frames.empty()) {
+      before.frames = std::move(current_.frames);
+      before.weak = false;
+      for (const auto& x : current_.excerpt)
+        if (before.excerpt.size() < kMaxExcerpt) before.excerpt.push_back(x);
+    }
+    current_ = Event();
+    state_ = State::Idle;
+    return;
+  }
   if (current_.kind == EventKind::Error) {
     // A chain's cause without a frame of the user's: the later tracebacks say where it happened.
     if (!current_.user_frame() && std::any_of(chained_frames_.begin(), chained_frames_.end(),
@@ -332,7 +355,9 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
     return emit();
   }
   if (text.empty()) {  // a blank line ends the message; a chain may still follow
-    continuation_ = 8;
+    // ... unless the exception line had none: "Type:" then the message after a blank line.
+    if (!(current_.message.empty() && continuation_ == 0 && !current_.exception.empty()))
+      continuation_ = 8;
     return;
   }
   bool continuation = !chain_pending_ && continuation_ < 8 && !l.level && !shell_report(text) &&
@@ -342,7 +367,7 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
                       !has(text, "Root Cause (first observed failure)");
   if (continuation) {
     add_excerpt(text);
-    current_.message += "\n" + std::string(text);
+    current_.message += (current_.message.empty() ? "" : "\n") + std::string(text);
     ++continuation_;
     return;
   }
@@ -398,6 +423,8 @@ void StreamParser::terminate_line(const CleanLine& l, double time, long long ord
     return;
   }
   if (text.empty()) return;
+  // Processes aborting at once print their "terminate called" lines before their what()s.
+  if (has(text, "terminate called after throwing an instance of")) return add_excerpt(text);
   redispatch(l, time, order);
 }
 
@@ -471,8 +498,11 @@ bool StreamParser::start_block(const CleanLine& l, double time, long long order)
   if (has(text, "terminate called after throwing an instance of")) {
     start_event(EventKind::Error, time, order);
     add_excerpt(text);
-    std::string type;
-    RE2::PartialMatch(piece(text), R"(instance of '([^']+)')", &type);
+    // Two processes' aborts glued mid-line name the type last: "... instance of '... instance
+    // of 'c10::CUDAError'".
+    size_t quote = text.rfind("instance of '");
+    std::string_view rest = quote == std::string_view::npos ? "" : text.substr(quote + 13);
+    std::string type(rest.substr(0, rest.find('\'')));
     current_.exception = type.empty() ? "std::exception" : type;
     state_ = State::Terminate;
     return true;
@@ -516,6 +546,13 @@ void StreamParser::idle_line(const CleanLine& l, double time, long long order) {
     return;
   }
   if (start_block(l, time, order)) return;
+  // A traceback whose header the excerpt (or a wrapped pipe) lost starts at its first frame.
+  Frame f;
+  if (has(text, "File \"") && parse_frame(text, f)) {
+    start_traceback(text, time, order);
+    if (logged_error) current_.handled = true;
+    return traceback_line(l, time, order);
+  }
   if (could_matter(text)) free_line(l, time, order);
 }
 
@@ -523,7 +560,7 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
   std::string_view text = l.text;
   if (shell_report(text)) return;  // a launcher fact, read by facts.cpp
   std::string type, message;
-  bool weak = l.weak() || has(text, " NCCL INFO ") || has(text, " NCCL WARN ");
+  bool weak = l.weak() || has(text, " NCCL INFO ") || nccl_warn(text);
   // "RuntimeError: ..." printed without a traceback (a logger, a C++ program).
   if (!weak && parse_exception_line(text, type, message) && !message.empty() &&
       (type.find("Error") != std::string::npos || type.find("Exception") != std::string::npos)) {
@@ -536,15 +573,29 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
     continuation_ = 0;
     return;
   }
+  // torchelastic's error record printed as JSON (the error handler, the ChildFailedError
+  // banner's msg field): '"message": "Type: text",'.
+  static const RE2 record(
+      R"re(^\s*"message": "([A-Za-z_][\w.]*(?:Error|Exception)): (.*?)",?\s*$)re");
+  if (RE2::FullMatch(piece(text), record, &type, &message)) {
+    start_event(EventKind::Error, time, order);
+    add_excerpt(text);
+    current_.exception = type;
+    current_.message = message;
+    return emit();
+  }
   std::string category = classify_line(std::string(text));
   if (category.empty()) return;
+  // NCCL reports its own errors at WARN level: such a line is the error it names, not a
+  // warning (a device-side assertion, CUDA's failure inside NCCL, NCCL's own failure).
+  if (nccl_warn(text) && !l.weak() && is_primary(category)) weak = false;
   start_event(EventKind::Error, time, order);
   add_excerpt(text);
   current_.category = category;
   current_.message = std::string(trim(text));
   current_.weak = weak;
   current_.garbled = garbled(text);
-  if (category == "nccl_error") current_.exception = "NCCLError";
+  if (category == "nccl_error" && !nccl_warn(text)) current_.exception = "NCCLError";
   emit();
 }
 

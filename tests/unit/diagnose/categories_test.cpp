@@ -48,3 +48,26 @@ TEST(Categories, ClassifyByTheFirstRowThatMatches) {
   EXPECT_EQ(classify_line("memory allocation of 1073741824 bytes failed"), "host_oom");
   EXPECT_EQ(classify_line("epoch 3 loss 0.5"), "");
 }
+
+TEST(Categories, TheErrorAnEchoQuotes) {
+  EXPECT_EQ(quoted_primary("NCCL error in: x.cpp:1, remote process exited or there was a network "
+                           "error, NCCL version 2.21.5"),
+            "nccl_error");
+  EXPECT_EQ(quoted_primary("Connection reset by peer"), "");
+}
+
+TEST(Categories, ShapeChecksOfACollectiveAreAMismatch) {
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "Error when verifying shape tensors for collective ALLREDUCE on "
+                               "rank 0. This likely indicates that input shapes"),
+            "collective_mismatch");
+}
+
+TEST(Categories, DdpsParamCheckAndANanGradNorm) {
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "params[3] in this process with sizes [4, 4] appears not to match "
+                               "strides of the same param in process 0."),
+            "ddp_model_mismatch");
+  EXPECT_EQ(classify_exception("AssertionError", "Rank 2: found NaN in local grad norm"),
+            "nonfinite_loss");
+}

@@ -147,3 +147,22 @@ TEST(Facts, HeartbeatsAndTheAgentsTrace) {
   ASSERT_EQ(f.positions[0].frames.size(), 1u);
   EXPECT_EQ(f.positions[0].frames[0].function, "save");
 }
+
+TEST(Facts, DdpsUnusedParameterReportNamesItsRank) {
+  EXPECT_EQ(stated_rank("Parameter indices which did not receive grad for rank 3: 0 1"), 3);
+  EXPECT_EQ(stated_rank("Parameters which did not receive grad for rank 1: fc.weight"), 1);
+}
+
+TEST(Facts, SubprocessNamesTheSignalThatKilledAChild) {
+  Facts f = read(
+      "subprocess.CalledProcessError: Command '['python', '-u', 'train.py', '--local_rank=3']' "
+      "died with <Signals.SIGSEGV: 11>.\n");
+  ASSERT_EQ(f.reports.size(), 1u);
+  EXPECT_EQ(f.reports[0].signal, 11);
+  EXPECT_TRUE(f.reports[0].ambiguous);  // the launcher's last command line, not the failed one
+}
+
+TEST(Facts, AMessageThatOpensWithItsRank) {
+  EXPECT_EQ(stated_rank("Rank 11: found NaN in local grad norm"), 11);
+  EXPECT_FALSE(stated_rank("Ranks 0 and 1 disagree"));
+}

@@ -121,3 +121,12 @@ TEST(LineHygiene, PipeSeparatedColumnsAndHostRankTags) {
   // A location with a line number is not a host and a rank.
   EXPECT_FALSE(one("train.py:411 | loss 0.3").rank.has_value());
 }
+
+TEST(LineHygiene, VllmsLoggerHeaderKeepsTheTracebacksIndentation) {
+  CleanLine v1 = one("ERROR 07-23 19:34:51 [multiproc_executor.py:487]   File \"/w/x.py\", line 3");
+  EXPECT_EQ(v1.text, "  File \"/w/x.py\", line 3");
+  EXPECT_EQ(v1.level, 'E');
+  CleanLine v0 = one("INFO 07-24 08:26:01 multiproc_worker_utils.py:226] Worker ready");
+  EXPECT_EQ(v0.text, "Worker ready");
+  EXPECT_TRUE(v0.weak());
+}

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/frames.hpp"
 
@@ -237,4 +240,177 @@ TEST(DebugRerun, AMismatchExplainsAHangButAnotherFailureExplainsNothing) {
   EXPECT_FALSE(debug_rerun_explains(hang, crash));  // DETAIL's crash on 2.x Gloo is no cause
   EXPECT_FALSE(debug_rerun_explains(other, mismatch));
   EXPECT_FALSE(debug_rerun_explains(other, crash));
+}
+
+// The whole diagnosis of one console log written from the mechanism under test.
+namespace {
+Diagnosis diagnose_console(const std::string& text) {
+  char tmpl[] = "/tmp/ddpbisect-unit-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/console.log";
+  std::ofstream(path) << text;
+  PathInputs in = inputs_from_paths({path});
+  Diagnosis d = diagnose(in.input);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return d;
+}
+}  // namespace
+
+TEST(Explain, TimeoutsOnEveryRankWithNoPrimaryAreAHangOfAnUnknownRank) {
+  Diagnosis d = diagnose_console(
+      "world_size: 4\n"
+      "[rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds\n"
+      "[rank1]:[E ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600002 milliseconds\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "hang");
+  EXPECT_FALSE(d.root.origin.rank);
+  EXPECT_NE(d.root.message.find("Watchdog caught collective operation timeout"), std::string::npos);
+}
+
+TEST(Explain, AnAbortWithoutWhatTakesTheWrappedErrorOfTheNextLine) {
+  Diagnosis d = diagnose_console(
+      "terminate called after throwing an instance of 'c10::Error'\n"
+      "[E ProcessGroupNCCL.cpp:1] Process group watchdog thread terminated with exception: CUDA "
+      "error: an illegal memory access was encountered\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "cuda_error");
+  EXPECT_EQ(d.root.exception, "c10::Error");
+  EXPECT_NE(d.root.message.find("illegal memory access"), std::string::npos);
+}
+
+TEST(Explain, AbortsPrintedBackToBackWaitForTheirWhat) {
+  Diagnosis d = diagnose_console(
+      "terminate called after throwing an instance of 'c10::CUDAError'\n"
+      "terminate called after throwing an instance of 'terminate called after throwing an "
+      "instance of 'c10::CUDAError'\n"
+      "  what():  CUDA error: unknown error\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "cuda_error");
+  EXPECT_EQ(d.root.exception, "c10::CUDAError");
+  EXPECT_EQ(d.root.message, "CUDA error: unknown error");
+}
+
+TEST(Explain, ACutTracebackReportsTheErrorLoggedJustBeforeIt) {
+  Diagnosis d = diagnose_console(
+      "[E socket.cpp:1] [c10d] The server socket has failed to listen on any local network "
+      "address.\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 9, in main\n"
+      "    dist.init_process_group('nccl')\n"
+      "  File \"/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py\", line 5, "
+      "in init_process_group\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "infra");
+  EXPECT_EQ(d.signature.frame, "train.py:main");
+}
+
+TEST(Explain, ATruncatedCopyNeverReplacesTheCompleteTraceback) {
+  Diagnosis d = diagnose_console(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 3, in main\n"
+      "    step()\n"
+      "ValueError: bad shape\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3.10/runpy.py\", line 196, in _run_module_as_main\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "ValueError");
+  EXPECT_EQ(d.signature.frame, "train.py:main");
+}
+
+TEST(Explain, NcclWarnLinesAreTheErrorTheyQuoteAndBenignOnesNoFailure) {
+  Diagnosis oom = diagnose_console(
+      "host:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer\n"
+      "host:1:3 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n");
+  ASSERT_TRUE(oom.failed);
+  EXPECT_EQ(oom.root.category, "cuda_oom");
+  Diagnosis dup = diagnose_console(
+      "host:1:2 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+      "device 1000\n");
+  ASSERT_TRUE(dup.failed);
+  EXPECT_EQ(dup.root.category, "nccl_error");
+  EXPECT_FALSE(diagnose_console("host:1:2 [0] misc/ibvwrap.cc:103 NCCL WARN Failed to open "
+                                "libibverbs.so[.1]\n")
+                   .failed);
+}
+
+TEST(Explain, AKernelAssertionIsACudaErrorWithoutATraceback) {
+  Diagnosis d = diagnose_console(
+      "/src/aten/native/cuda/Indexing.cu:1292: indexSelectLargeIndex: block: [1,0,0], thread: "
+      "[2,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "cuda_error");
+  EXPECT_NE(d.root.message.find("srcIndex < srcSelectDimSize"), std::string::npos);
+}
+
+TEST(Explain, AnEchoWithNoPrimaryAnywhereIsTheErrorItQuotes) {
+  Diagnosis d = diagnose_console(
+      "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1, remote process "
+      "exited or there was a network error, NCCL version 2.21.5\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "nccl_error");
+  EXPECT_EQ(d.root.exception, "torch.distributed.DistBackendError");
+}
+
+TEST(Explain, OlderNcclWarnLinesWithoutTheNcclWord) {
+  Diagnosis d = diagnose_console(
+      "host:1:2 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n"
+      "host:1:3 [0] include/socket.h:371 WARN Connection closed by remote peer\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "nccl_error");
+  EXPECT_EQ(d.root.exception, "");
+}
+
+TEST(Explain, AnErrorPrintedBareAndWithItsTracebackIsOneErrorWithItsFrames) {
+  Diagnosis d = diagnose_console(
+      "[rank0]: RuntimeError: shapes differ in the loss\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 7, in step\n"
+      "    loss = f(x)\n"
+      "RuntimeError: shapes differ in the loss\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "RuntimeError");
+  EXPECT_EQ(d.signature.frame, "train.py:step");
+  EXPECT_EQ(d.root.origin.rank, 0);  // the bare copy's rank
+}
+
+TEST(Explain, ATracebackWhoseHeaderWasLostStartsAtItsFirstFrame) {
+  Diagnosis d = diagnose_console(
+      "    engine = build(args)\n"
+      "  File \"/work/app/config.py\", line 260, in verify\n"
+      "    raise ValueError(\n"
+      "ValueError: heads must be divisible by the tensor parallel size\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "ValueError");
+  EXPECT_EQ(d.signature.frame, "config.py:verify");
+}
+
+TEST(Explain, AnExceptionLineWithoutMessageTakesTheTextAfterTheBlankLine) {
+  Diagnosis d = diagnose_console(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/test.py\", line 4, in main\n"
+      "    broadcast(t)\n"
+      "pkg.utils.DistributedOperationException:\n"
+      "\n"
+      "Cannot apply desired operation due to shape mismatches. All shapes must be valid.\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "collective_mismatch");
+  EXPECT_EQ(d.root.message.rfind("Cannot apply desired operation", 0), 0u) << d.root.message;
+}
+
+TEST(Explain, TorchelasticsJsonErrorRecordIsTheErrorItNames) {
+  Diagnosis d = diagnose_console(
+      "[ERROR] 2021-09-13 22:18:26,678 error_handler: {\n"
+      "  \"message\": {\n"
+      "    \"message\": \"RendezvousConnectionError: The connection to the C10d store has "
+      "failed. See inner exception for details.\",\n"
+      "    \"extraInfo\": {\n"
+      "      \"py_callstack\": \"Traceback (most recent call last):\\n  File \\\"/x/run.py\\\", "
+      "line 3, in main\\n\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "rendezvous");
+  EXPECT_EQ(d.root.exception, "RendezvousConnectionError");
+  EXPECT_FALSE(d.root.origin.rank);
 }
