@@ -205,6 +205,33 @@ void kill_group(pid_t pid, int sig) {
   if (kill(-pid, sig) != 0) kill(pid, sig);
 }
 
+bool group_has_live_member(pid_t pgid) {
+  if (pgid <= 0 || kill(-pgid, 0) != 0) return false;  // ESRCH: no member at all
+  DIR* proc = opendir("/proc");
+  if (!proc) return false;
+  bool found = false;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(close_paren + 2));
+    char state = '?';
+    long ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != 'Z' && state != 'X') {
+      found = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
 std::vector<pid_t> find_token(const std::string& token) {
   std::vector<pid_t> out;
   const std::string needle = "DDPBISECT_TRIAL_TOKEN=" + token;

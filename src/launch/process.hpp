@@ -59,6 +59,9 @@ int sweep_token(const std::string& token, int rounds = 20);
 
 // Processes (pids) whose environment carries the token; read from /proc, not from bookkeeping.
 std::vector<pid_t> find_token(const std::string& token);
+// Whether a process group still has a member that is not a zombie (a SIGKILLed process is still
+// there until the kernel has run it to its end, which takes a while on a loaded machine).
+bool group_has_live_member(pid_t pgid);
 
 // Makes the driver the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER), so that the token
 // sweep can reap a rank's grandchildren. Called once by main, before any trial.

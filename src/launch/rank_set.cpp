@@ -50,9 +50,17 @@ RankSet::RankSet(OutputSink sink, std::function<bool()> stop)
     : sink_(std::move(sink)), stop_(std::move(stop)) {}
 
 RankSet::~RankSet() {
+  std::vector<pid_t> groups;
+  for (const auto& c : children_)
+    if (c.running) groups.push_back(c.pid);
   kill_all();
   for (size_t i = 0; i < children_.size(); ++i)
     if (children_[i].running) reap(i, true);
+  // A child's own processes (its group) got the SIGKILL too, but are gone only once the kernel
+  // has run them to their end: the set is over when they are (bounded: 2 s).
+  const double until = now_s() + 2.0;
+  for (pid_t g : groups)
+    while (group_has_live_member(g) && now_s() < until) ::usleep(2000);
   for (auto& c : children_) {
     close_fd(c.fd[0]);
     close_fd(c.fd[1]);

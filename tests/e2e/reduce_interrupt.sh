@@ -100,9 +100,11 @@ for k in ("components", "features"):  # a bare number: that many, any of them
 assert got == expect, (got, expect)
 before = [json.loads(l) for l in open(tmp + "/before.jsonl") if l.strip()]
 after = [json.loads(l) for l in open(tmp + "/out/journal.jsonl") if l.strip()]
-done = {e["key"] for e in before if e.get("type") == "trial"}
+# A finished trial is its configuration and attempt: later attempts of a configuration that ran
+# (repeats by the job check and the measure phase) are new trials, not reruns.
+done = {(e["key"], e.get("attempt", 0)) for e in before if e.get("type") == "trial"}
 new = [e for e in after[len(before):] if e.get("type") == "trial"]
-rerun = [e["key"] for e in new[:-1] if e["key"] in done]  # the last is the confirmation rerun
+rerun = [e["key"] for e in new[:-1] if (e["key"], e.get("attempt", 0)) in done]  # the last: confirmation
 assert not rerun, f"rerun after resume: {rerun}"
 assert new, "nothing was left to run after the interrupt"
 ' "$tmp" "$spec" && ok || bad "resume: a different minimum, or a finished trial was rerun"
