@@ -64,6 +64,9 @@ def restart_in_fork():
     signum = _int(ENV.get("DDPBISECT_STACK_SIGNAL"))
     if signum != state.signum:
         _register_stack_signal(signum)
+    trace = sys.modules.get("ddpbisect_agent.trace")
+    if trace is not None:
+        trace.restart_in_fork()
 
 
 def _int(text):

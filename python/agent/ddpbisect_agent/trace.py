@@ -691,6 +691,22 @@ def _flush_heartbeat(older_than=0.0):
         steps.flush(older_than)
 
 
+def restart_in_fork():
+    """A rank forked from the warm-start server: the server's watcher thread did not come along
+    (fork keeps only the forking thread), though the state says it runs. Without it no held
+    heartbeat is ever printed (the driver's step counts fall behind) and no stack request is
+    answered while the main thread is blocked in C++: start this process's own."""
+    if state.watcher:
+        state.watcher = False
+        try:
+            old = _signal.set_wakeup_fd(-1)  # the server's pipe, whose reader is not here
+            if old >= 0:
+                os.close(old)
+        except (ValueError, OSError):
+            pass
+    _start_watcher()
+
+
 def _start_watcher():
     """Wakes on the stack-request signal through Python's wakeup fd (written by the signal's C
     handler, so it works while the main thread is blocked in C++)."""
