@@ -106,8 +106,8 @@ Event hang_event(const HangVerdict& v, const DiagnosisInput& in, const std::stri
 
 // When every failure is an echo: the rank the echoes point to, or the only rank that said
 // nothing, is the cause; say so plainly.
-void retarget_echo(Event& root, const std::vector<Event>& candidates, const Facts& facts,
-                   const std::set<int>& world) {
+std::optional<int> echo_target(const std::vector<Event>& candidates, const Facts& facts,
+                               const std::set<int>& world) {
   std::optional<int> target = pointed_rank(facts);
   if (!target) {
     std::set<int> silent = world;
@@ -115,6 +115,12 @@ void retarget_echo(Event& root, const std::vector<Event>& candidates, const Fact
       if (e.origin.rank) silent.erase(*e.origin.rank);
     if (silent.size() == 1 && world.size() >= 2) target = *silent.begin();
   }
+  return target;
+}
+
+void retarget_echo(Event& root, const std::vector<Event>& candidates, const Facts& facts,
+                   const std::set<int>& world) {
+  const std::optional<int> target = echo_target(candidates, facts, world);
   if (!target || target == root.origin.rank) return;
   std::string seen = root.category;
   root.origin.rank = target;
@@ -254,7 +260,10 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       return e.category == "comm_timeout" && !e.handled && !e.weak;
     });
     std::string quoted = timeout == c.end() ? "" : first_line(timeout->message).substr(0, 300);
-    if (hang && (hang->culprit || in.stop_kind == "hang" || timeout != c.end()))
+    // Unless the timeouts point at one rank (the echoes' target: named by them, or the only
+    // rank that said nothing), as a straggler's peers' do: then they are its comm_timeout.
+    const bool pointed = echo_target(c, ev.facts, world).has_value();
+    if (hang && (hang->culprit || in.stop_kind == "hang" || (timeout != c.end() && !pointed)))
       c.push_back(hang_event(*hang, in, quoted));
   }
   if (in.stop_kind == "timeout" && std::none_of(c.begin(), c.end(), real_primary)) {
