@@ -13,7 +13,11 @@
 #include "common/status_line.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
+#include "launch/agent_env.hpp"
+#include "launch/isolation.hpp"
 #include "launch/process.hpp"
+#include "launch/rank_plan.hpp"
+#include "launch/warm_server.hpp"
 #include "spec/passes.hpp"
 
 using namespace ddpbisect;
@@ -247,7 +251,13 @@ int main(int argc, char** argv) {
       "ddpbisect: reduce a failing distributed PyTorch job to the smallest configuration "
       "that still fails the same way"};
   app.name("ddpbisect");
-  app.set_version_flag("--version", std::string("ddpbisect ") + kVersion);
+  app.set_version_flag("--version", [] {
+    // Where the helpers and the agent were found: the build tree, an install, or an override.
+    const std::string agent = agent_dir();
+    return std::string("ddpbisect ") + kVersion + "\nworker:  " + worker_path() +
+           "\nisolate: " + isolate_path() + "\nwarm:    " + warm_stub_path() +
+           "\nagent:   " + (agent.empty() ? "not found (set DDPBISECT_AGENT_DIR)" : agent);
+  });
   app.require_subcommand(1);
   app.footer(
       "ddpbisect SPEC is ddpbisect reduce SPEC. Each subcommand's --help lists its exit codes;\n"

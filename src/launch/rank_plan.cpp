@@ -37,11 +37,8 @@ std::vector<std::string> rank_argv(const std::vector<std::string>& raw,
        {std::pair<const char*, int>{"rank", rank}, {"local_rank", local_rank}, {"node_rank", node}})
     values.emplace(k, std::to_string(v));  // a param of that name wins
   std::vector<std::string> out;
-  for (std::string a : raw) {
-    for (const char* k : {"${rank}", "${local_rank}", "${node_rank}"})
-      for (size_t at; (at = a.find(k)) != std::string::npos;) a.erase(at, 1);
-    out.push_back(substitute_placeholders(a, values));
-  }
+  for (const std::string& a : raw)
+    out.push_back(substitute_placeholders(rank_placeholders_unified(a), values));
   return out;
 }
 }  // namespace
@@ -51,7 +48,13 @@ std::string companion_path(const char* env_var, const std::string& name) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return name;
-  return (self.parent_path() / name).string();
+  // The build tree keeps the helpers beside ddpbisect; an install (cmake --install, the .deb)
+  // under PREFIX/libexec/ddpbisect. A helper found in neither is named beside the binary.
+  const auto beside = self.parent_path() / name;
+  const auto installed = self.parent_path().parent_path() / "libexec" / "ddpbisect" / name;
+  if (!std::filesystem::exists(beside, ec) && std::filesystem::exists(installed, ec))
+    return installed.string();
+  return beside.string();
 }
 
 std::string worker_path() {
