@@ -164,13 +164,14 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
         {"rank", "$rank"},
         {"local_rank", "$((rank % LOCAL_WORLD_SIZE))"},
         {"node_rank", "$((rank / LOCAL_WORLD_SIZE))"}};
-    for (const auto& [k, shell] : per_rank) values.emplace(k, "\1" + k + "\1");
+    // (A launcher form's ranks are the launcher's: its ${local_rank} is left for it to fill.)
+    const bool launcher_form = parse_torchrun(c.argv).has_value();
+    if (!launcher_form)
+      for (const auto& [k, shell] : per_rank) values.emplace(k, "\1" + k + "\1");
     std::vector<std::string> words;
-    for (std::string a : c.argv) {
-      for (const char* k : {"${rank}", "${local_rank}", "${node_rank}"})
-        for (size_t at; (at = a.find(k)) != std::string::npos;) a.erase(at, 1);
-      words.push_back(substitute_placeholders(a, values));
-    }
+    for (const std::string& a : c.argv)
+      words.push_back(
+          substitute_placeholders(launcher_form ? a : rank_placeholders_unified(a), values));
     if (auto launcher = parse_torchrun(words)) {
       // The user's launcher, one agent per node at the minimal topology (as in the trials): it
       // starts the node's ranks itself.

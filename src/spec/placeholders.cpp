@@ -59,4 +59,10 @@ std::string substitute_placeholders(const std::string& arg,
   return ok ? out : arg;
 }
 
+std::string rank_placeholders_unified(std::string arg) {
+  for (const char* k : {"${rank}", "${local_rank}", "${node_rank}"})
+    for (size_t at; (at = arg.find(k)) != std::string::npos;) arg.erase(at, 1);
+  return arg;
+}
+
 }  // namespace ddpbisect

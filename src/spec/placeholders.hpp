@@ -19,4 +19,8 @@ std::optional<std::vector<std::pair<std::string, size_t>>> placeholder_names(
 std::string substitute_placeholders(const std::string& arg,
                                     const std::map<std::string, std::string>& values);
 
+// torchrun's spelling of the per-rank placeholders (${rank}, ${local_rank}, ${node_rank}) read
+// as ours ({rank}, ...), for a plain command; a launcher form keeps it for its launcher to fill.
+std::string rank_placeholders_unified(std::string arg);
+
 }  // namespace ddpbisect

@@ -93,3 +93,57 @@ TEST(Headline, CppFramesAreFoldedIntoOneLine) {
             "done\n");
   EXPECT_EQ(fold_cpp_frames("no frames"), "no frames");
 }
+
+// Issue 26: run.sh runs a plain command once per rank with that rank's placeholders, and a
+// launcher form once per node at the minimal topology, its ${local_rank} left to the launcher.
+TEST(ReproRunSh, PerRankPlaceholdersAndLauncherForms) {
+  auto plain = load_spec_text(R"(workload:
+  command: [python3, train.py, "--local_rank={local_rank}", "${rank}"]
+stages: [{name: two, nodes: 1, procs_per_node: 2}]
+)",
+                              "/tmp/x.yaml");
+  ASSERT_TRUE(plain.spec);
+  Signature sig;
+  sig.category = "python_exception";
+  sig.exception = "NameError";
+  sig.frame = "train.py:<module>";
+  const TrialConfig m = initial_config(*plain.spec, plain.spec->stages[0]);
+  const std::string sh = repro_run_sh(*plain.spec, m, sig);
+  EXPECT_NE(sh.find("train.py '--local_rank='\"$((rank % LOCAL_WORLD_SIZE))\"'' ''\"$rank\"''"),
+            std::string::npos)
+      << sh;
+  EXPECT_NE(sh.find("procs=$WORLD_SIZE unit=rank"), std::string::npos);
+  EXPECT_NE(sh.find("line [0-9]+,? in "), std::string::npos);  // faulthandler's form too
+
+  auto launch = load_spec_text(R"(workload:
+  command: [python3, -m, torch.distributed.launch, --nproc_per_node, "8", train.py,
+            "--x=${local_rank}"]
+stages: [{name: two, nodes: 2, procs_per_node: 2}]
+)",
+                               "/tmp/x.yaml");
+  ASSERT_TRUE(launch.spec);
+  const TrialConfig n = initial_config(*launch.spec, launch.spec->stages[0]);
+  const std::string lsh = repro_run_sh(*launch.spec, n, sig);
+  EXPECT_NE(lsh.find("procs=2 unit=node"), std::string::npos);
+  EXPECT_NE(lsh.find("--nnodes=2 --nproc_per_node=2 '--node_rank='\"$rank\"''"), std::string::npos)
+      << lsh;
+  EXPECT_EQ(lsh.find("--nproc_per_node 8"), std::string::npos);
+  EXPECT_NE(lsh.find("train.py '--x=${local_rank}'"), std::string::npos) << lsh;
+}
+
+// A workload without a samples dimension: the minimal spec has no samples key (not "").
+TEST(ReproSpec, NoSamplesDimensionWritesNoSamples) {
+  auto r = load_spec_text(
+      "workload:\n  command: [python3, train.py]\n"
+      "stages: [{name: one, nodes: 1, procs_per_node: 1}]\n",
+      "/tmp/x.yaml");
+  ASSERT_TRUE(r.spec);
+  Signature sig;
+  sig.category = "python_exception";
+  const std::string yaml =
+      minimal_spec_yaml(*r.spec, initial_config(*r.spec, r.spec->stages[0]), "one", sig);
+  EXPECT_EQ(yaml.find("samples: \"\""), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("samples: ''"), std::string::npos) << yaml;
+  auto again = load_spec_text(yaml, "/tmp/repro.yaml");
+  EXPECT_TRUE(again.spec) << (again.errors.empty() ? "" : again.errors[0].to_string());
+}
