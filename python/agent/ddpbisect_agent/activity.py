@@ -90,6 +90,15 @@ def watch_exit():
     atexit.register(exiting)
 
 
+def became_rank():
+    """init_process_group returned: this process is a rank now. Said once, so that the driver
+    knows the rank started even when none of its calls lasted long enough to be told (a warm
+    start's first collectives take milliseconds) and it blocks before its first step."""
+    with _lock:
+        if _phase == "running" and _told is None:
+            _tell("running")
+
+
 def restart_in_fork():
     global _told, _phase
     _told, _phase = None, "running"

@@ -729,6 +729,7 @@ def _start_watcher():
 
 
 def _on_rank():
+    activity.became_rank()
     previous = sys.excepthook
 
     def excepthook(kind, value, tb):
