@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 namespace ddpbisect {
 
@@ -242,6 +244,30 @@ std::string markup_escape(std::string_view s) {
     }
   }
   return out;
+}
+
+bool is_csv_header(const std::vector<std::string>& cells) {
+  for (const auto& c : cells) {
+    const std::string t(trim(c));
+    char* end = nullptr;
+    std::strtof(t.c_str(), &end);
+    if (!t.empty() && end == t.c_str() + t.size()) return false;
+  }
+  return true;
+}
+
+long long csv_data_rows(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return -1;
+  long long rows = 0;
+  bool first = true;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (trim(line).empty() || line[0] == '#') continue;
+    if (!(first && is_csv_header(split(line, ',')))) ++rows;
+    first = false;
+  }
+  return rows;
 }
 
 }  // namespace ddpbisect

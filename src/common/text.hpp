@@ -10,6 +10,12 @@ namespace ddpbisect {
 
 std::string_view trim(std::string_view s);
 std::vector<std::string> split(std::string_view s, char sep);
+// A CSV row of column names: no cell reads as a number (one number among words is a data row
+// with a typo, for the reader to refuse).
+bool is_csv_header(const std::vector<std::string>& cells);
+// The data rows of a CSV file: lines less blank ones, '#' comments and a first-row header; -1
+// when it cannot be read.
+long long csv_data_rows(const std::string& path);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 // Replaces every occurrence of `from` (not empty) in `s`, left to right, without rescanning.
 void replace_all(std::string& s, std::string_view from, std::string_view to);

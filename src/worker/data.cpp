@@ -1,6 +1,7 @@
 #include "worker/data.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -35,10 +36,17 @@ DataSet::DataSet(const Dataset& spec) : spec_(spec) {
     if (!in) throw std::runtime_error("cannot open data set " + spec.path);
     std::string line;
     int64_t lineno = 0;
+    bool header_seen = false;
     while (std::getline(in, line)) {
       ++lineno;
       if (trim(line).empty() || line[0] == '#') continue;
       auto cells = split(line, ',');
+      // A header row (column names, every cell not a number) is skipped; one number among
+      // words is a data row with a typo, and is refused below.
+      if (size_ == 0 && !header_seen && is_csv_header(cells)) {
+        header_seen = true;
+        continue;
+      }
       if (features_ == 16 && size_ == 0) features_ = static_cast<int64_t>(cells.size()) - 1;
       if (static_cast<int64_t>(cells.size()) != features_ + 1 || features_ < 1)
         throw std::runtime_error(spec.path + ":" + std::to_string(lineno) + ": expected " +

@@ -15,7 +15,7 @@ trial() {
 workload:
   builtin:
     model: [embedding, linear, dropout, batchnorm, head]
-    dataset: {kind: synthetic, samples: 64, seed: 1}
+    dataset: ${DATASET:-{kind: synthetic, samples: 64, seed: 1\}}
     features: [grad_clip, checkpoint, eval, sync_bn${EXTRA_FEATURES:-}]
     params: {steps: 6, batch_size: 8}
     collective_timeout: 2s
@@ -102,6 +102,14 @@ expect_pass "unmet: features" 2 2 "$all" --set features=grad_clip,eval
 expect_pass "unmet: samples" 2 2 "$all" --set samples=0-4,6-63
 expect_pass "unmet: params" 2 2 "$all" --set batch_size=4
 expect_pass "unmet: probability" 2 2 "${all/message: all,/message: all, probability: 0.0,}"
+
+# A CSV data set whose first row names its columns trains (the header is not a sample); a word
+# among a data row's numbers is still refused with its line.
+{ echo "f0,f1,f2,label"; for ((i = 0; i < 64; i++)); do echo "$i.5,1,-2,$((i % 2))"; done; } >"$tmp/data.csv"
+DATASET="{kind: csv, path: $tmp/data.csv}" expect_pass "csv with a header row" 2 1 ''
+DATASET="{kind: csv, path: $tmp/data.csv}" expect_fail "csv header is not sample 0" 1 1 '^RuntimeError: first sample' 2 1 '{kind: raise, message: first sample, requires: {ranks: [1], samples: [63]}}'
+sed -i '3s/.*/1,x,2,0/' "$tmp/data.csv"
+DATASET="{kind: csv, path: $tmp/data.csv}" expect_fail "csv typo" 0 1 "data.csv:3: not a number: 'x'" 1 1 ''
 
 echo "worker faults: $passed passed, $fails failed"
 [[ $fails -eq 0 ]]

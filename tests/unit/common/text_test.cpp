@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 using namespace ddpbisect;
 
 TEST(Text, TrimSplitJoin) {
@@ -85,4 +88,23 @@ TEST(Text, Utf8ErrorFindsTheFirstByteThatBeginsNoCharacter) {
   EXPECT_EQ(utf8_error("\xf4\x90\x80\x80"), 0u);             // above U+10FFFF
   EXPECT_EQ(utf8_error("x\x80"), 1u);                        // a continuation byte alone
   EXPECT_EQ(utf8_error("\xef\xbf\xbe"), std::string::npos);  // U+FFFE is UTF-8 (not XML)
+}
+
+TEST(Text, CsvHeaderRowIsNotASample) {
+  EXPECT_TRUE(is_csv_header({"x0", " x1", "label"}));
+  EXPECT_FALSE(is_csv_header({"1.5", "x", "0"}));  // a typo in a data row, not a header
+  EXPECT_FALSE(is_csv_header({"1e-3", "2"}));
+  const std::string path = testing::TempDir() + "/ddpbisect_csv_rows.csv";
+  {
+    std::ofstream out(path);
+    out << "# made by a test\nf0,f1,label\n1,2,0\n\n3,4,1\n";
+  }
+  EXPECT_EQ(csv_data_rows(path), 2);
+  {
+    std::ofstream out(path);
+    out << "1,2,0\n3,4,1\n5,6,0\n";
+  }
+  EXPECT_EQ(csv_data_rows(path), 3);
+  EXPECT_EQ(csv_data_rows(path + ".missing"), -1);
+  std::remove(path.c_str());
 }
