@@ -604,10 +604,14 @@ class SpecLoader {
       if (auto k = n["samples"])
         if (auto v = r_.integer(k, p + ".samples", 1)) d.samples = *v;  // optional cap
       // Without a cap, a CSV data set's samples are its data rows (a header row is not one).
-      if (!n["samples"] && d.kind == "csv" && !d.path.empty()) {
+      if (d.kind == "csv" && !d.path.empty()) {
         const long long rows = csv_data_rows(d.path);
         if (rows == 0) r_.error(n["path"], p + ".path", "the data set has no data rows: " + d.path);
-        if (rows > 0) d.samples = rows;
+        if (rows > 0 && !n["samples"]) d.samples = rows;
+        if (rows > 0 && d.samples > rows)
+          r_.error(n["samples"], p + ".samples",
+                   std::to_string(d.samples) + " is more than the " + std::to_string(rows) +
+                       " data rows of " + d.path);
       }
     }
     return d;

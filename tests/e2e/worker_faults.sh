@@ -108,6 +108,16 @@ expect_pass "unmet: probability" 2 2 "${all/message: all,/message: all, probabil
 { echo "f0,f1,f2,label"; for ((i = 0; i < 64; i++)); do echo "$i.5,1,-2,$((i % 2))"; done; } >"$tmp/data.csv"
 DATASET="{kind: csv, path: $tmp/data.csv}" expect_pass "csv with a header row" 2 1 ''
 DATASET="{kind: csv, path: $tmp/data.csv}" expect_fail "csv header is not sample 0" 1 1 '^RuntimeError: first sample' 2 1 '{kind: raise, message: first sample, requires: {ranks: [1], samples: [63]}}'
+cat >"$tmp/capped.yaml" <<EOS
+workload: {builtin: {model: [linear, head], dataset: {kind: csv, path: $tmp/data.csv, samples: 65}}}
+stages: [{name: s, nodes: 1, procs_per_node: 1}]
+EOS
+if "$driver" validate "$tmp/capped.yaml" >/dev/null 2>"$tmp/capped.err" ||
+  ! grep -q 'capped.yaml:1:.*65 is more than the 64 data rows' "$tmp/capped.err"; then
+  bad "csv samples cap over its rows: $(cat "$tmp/capped.err")"
+else
+  passed=$((passed + 1))
+fi
 sed -i '3s/.*/1,x,2,0/' "$tmp/data.csv"
 DATASET="{kind: csv, path: $tmp/data.csv}" expect_fail "csv typo" 0 1 "data.csv:3: not a number: 'x'" 1 1 ''
 
