@@ -603,7 +603,8 @@ class SpecLoader {
       }
       if (auto k = n["samples"])
         if (auto v = r_.integer(k, p + ".samples", 1)) d.samples = *v;  // optional cap
-      // Without a cap, a CSV data set's samples are its data rows (a header row is not one).
+      // A CSV data set's samples are its data rows (a header row is not one); a cap may not
+      // exceed them.
       if (d.kind == "csv" && !d.path.empty()) {
         const long long rows = csv_data_rows(d.path);
         if (rows == 0) r_.error(n["path"], p + ".path", "the data set has no data rows: " + d.path);
