@@ -108,11 +108,15 @@ std::vector<RankSlot> plan_agents(const Spec& spec, const TorchrunCommand& cmd,
   env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = kAgentPrefixTemplate;
   std::vector<RankSlot> out;
   for (int node = 0; node < static_cast<int>(config.nodes); ++node) {
-    AgentPlace ap{
-        static_cast<int>(config.nodes), ppn,
-        place.master_addr + ":" + std::to_string(place.master_port),
-        "ddpbisect-" + place.token.substr(0, 8),
-        (std::filesystem::path(place.dir) / ("node" + std::to_string(node)) / "torchrun").string()};
+    AgentPlace ap;
+    ap.nodes = static_cast<int>(config.nodes);
+    ap.procs_per_node = ppn;
+    ap.addr = place.master_addr;
+    ap.port = std::to_string(place.master_port);
+    ap.run_id = "ddpbisect-" + place.token.substr(0, 8);
+    ap.log_dir =
+        (std::filesystem::path(place.dir) / ("node" + std::to_string(node)) / "torchrun").string();
+    ap.node_rank = std::to_string(node);
     RankSlot slot;
     slot.rank = node * ppn;
     slot.node = node;
@@ -154,13 +158,18 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
   }
   const auto base = trial_env(spec, config, place, values);
   const bool warm = spec.command && !place.warm_socket.empty() && warm_startable(argv);
+  std::vector<std::string> command = spec.command ? spec.command->argv : argv;
   if (spec.command)
-    if (auto torchrun = parse_torchrun(argv))
-      return plan_agents(spec, *torchrun, config, place, base, cwd);
+    if (auto launcher = parse_torchrun(argv)) {
+      auto single =
+          config.world_size() == 1 ? single_rank_argv(*parse_torchrun(command)) : std::nullopt;
+      if (!single) return plan_agents(spec, *launcher, config, place, base, cwd);
+      command = *single;  // the launcher's own one-process start is the rank
+    }
   // Each rank's argv: its own placeholders, a warm start, the trial's view of cwd and state.
   auto argv_of = [&](int rank, int local_rank, int node) {
     if (!spec.command) return argv;
-    std::vector<std::string> a = rank_argv(spec.command->argv, values, rank, local_rank, node);
+    std::vector<std::string> a = rank_argv(command, values, rank, local_rank, node);
     if (warm) a = warm_argv(place.warm_socket, a);
     return isolate_argv(spec, place.dir, a);
   };

@@ -9,64 +9,117 @@ namespace ddpbisect {
 
 namespace {
 
-// torchrun options that take no value (2.x; both spellings are accepted by torchrun).
-bool is_flag(const std::string& opt) {
-  for (const char* f : {"--standalone", "-m", "--module", "--no-python", "--run-path",
-                        "--virtual-local-rank", "--use-env", "-h", "--help"})
-    if (opt == f) return true;
-  return false;
-}
-
-// Options whose value ddpbisect sets per trial.
-bool is_ours(const std::string& opt) {
-  for (const char* o :
-       {"--nnodes", "--nproc-per-node", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id",
-        "--standalone", "--max-restarts", "--log-dir", "--redirects", "-r", "--tee", "-t",
-        "--node-rank", "--master-addr", "--master-port", "--local-ranks-filter", "--logs-specs"})
-    if (opt == o) return true;
-  return false;
-}
-
-// "--nproc_per_node" and "--nproc-per-node" are one option to torchrun.
+// "--nproc_per_node" and "--nproc-per-node" are one option to torchrun (and to accelerate).
 std::string canonical(std::string opt) {
   for (size_t i = 2; i < opt.size(); ++i)
     if (opt[i] == '_') opt[i] = '-';
   return opt;
 }
 
+bool among(const std::string& opt, std::initializer_list<const char*> list) {
+  for (const char* o : list)
+    if (opt == o) return true;
+  return false;
+}
+
+// A form's options that take no value (in their canonical spelling).
+bool is_flag(LaunchForm form, const std::string& opt) {
+  if (form == LaunchForm::accelerate)  // accelerate 1.x's store_true options
+    return among(opt, {"-h",
+                       "--help",
+                       "-q",
+                       "--quiet",
+                       "--cpu",
+                       "--multi-gpu",
+                       "--tpu",
+                       "--enable-cpu-affinity",
+                       "--dynamo-use-fullgraph",
+                       "--dynamo-use-dynamic",
+                       "--dynamo-use-regional-compilation",
+                       "--use-deepspeed",
+                       "--use-fsdp",
+                       "--use-parallelism-config",
+                       "--use-megatron-lm",
+                       "--same-network",
+                       "-m",
+                       "--module",
+                       "--no-python",
+                       "--tpu-cluster",
+                       "--no-tpu-cluster",
+                       "--tpu-use-sudo",
+                       "--downcast-bf16",
+                       "--fp8-use-autocast-during-eval",
+                       "--debug"});
+  return among(opt, {"--standalone", "-m", "--module", "--no-python", "--run-path",
+                     "--virtual-local-rank", "--use-env", "-h", "--help"});
+}
+
+// A form's options whose value ddpbisect sets per trial.
+bool is_ours(LaunchForm form, const std::string& opt) {
+  if (form == LaunchForm::accelerate)
+    return among(opt,
+                 {"--multi-gpu", "--num-processes", "--num-machines", "--machine-rank",
+                  "--main-process-ip", "--main-process-port", "--same-network", "--rdzv-backend",
+                  "--rdzv-conf", "--max-restarts", "--log-dir", "--tee", "-t"});
+  return among(opt, {"--nnodes", "--nproc-per-node", "--rdzv-backend", "--rdzv-endpoint",
+                     "--rdzv-id", "--standalone", "--max-restarts", "--log-dir", "--redirects",
+                     "-r", "--tee", "-t", "--node-rank", "--master-addr", "--master-port",
+                     "--local-ranks-filter", "--logs-specs"});
+}
+
+// The form `argv` starts and the number of its words that are the launcher itself.
+std::optional<std::pair<LaunchForm, size_t>> launcher_words(const std::vector<std::string>& argv) {
+  const std::string exe = std::filesystem::path(argv[0]).filename().string();
+  if (exe == "torchrun") return std::make_pair(LaunchForm::torchrun, size_t{1});
+  if (exe == "accelerate-launch") return std::make_pair(LaunchForm::accelerate, size_t{1});
+  if (exe == "accelerate")
+    return argv.size() > 1 && argv[1] == "launch"
+               ? std::optional(std::make_pair(LaunchForm::accelerate, size_t{2}))
+               : std::nullopt;
+  if (exe.rfind("python", 0) != 0) return std::nullopt;
+  // python [-u|-B ...] -m MODULE: the launch-era module is torchrun's parser plus --use-env, and
+  // passes --local-rank=N unless given it; accelerate's module is `accelerate launch`.
+  size_t m = 1;
+  while (m < argv.size() && (argv[m] == "-u" || argv[m] == "-B")) ++m;
+  if (m + 1 >= argv.size() || argv[m] != "-m") return std::nullopt;
+  const std::string& module = argv[m + 1];
+  if (module == "torch.distributed.run") return std::make_pair(LaunchForm::torchrun, m + 2);
+  if (module == "torch.distributed.launch")
+    return std::make_pair(LaunchForm::distributed_launch, m + 2);
+  if (module == "accelerate.commands.launch") return std::make_pair(LaunchForm::accelerate, m + 2);
+  return std::nullopt;
+}
+
 }  // namespace
+
+const char* launch_form_name(LaunchForm form) {
+  switch (form) {
+#define DDPBISECT_LAUNCH_FORM(name, matches, replaced, ranks) \
+  case LaunchForm::name:                                      \
+    return #name;
+#include "launch/launch_forms.def"
+  }
+  return "?";
+}
 
 const char* const kAgentPrefixTemplate = "[ddpbisect rank=${rank} local=${local_rank}]:";
 
 std::optional<TorchrunCommand> parse_torchrun(const std::vector<std::string>& argv) {
   if (argv.empty()) return std::nullopt;
+  auto found = launcher_words(argv);
+  if (!found) return std::nullopt;
   TorchrunCommand cmd;
-  size_t i = 0;
-  const std::string exe = std::filesystem::path(argv[0]).filename().string();
-  if (exe == "torchrun") {
-    cmd.launcher = {argv[0]};
-    i = 1;
-  } else if (exe.rfind("python", 0) == 0) {
-    // python [-u|-B ...] -m torch.distributed.run | torch.distributed.launch: the launch-era
-    // module is torchrun's parser plus --use-env, and passes --local-rank=N unless given it.
-    size_t m = 1;
-    while (m < argv.size() && (argv[m] == "-u" || argv[m] == "-B")) ++m;
-    if (m + 1 >= argv.size() || argv[m] != "-m" ||
-        (argv[m + 1] != "torch.distributed.run" && argv[m + 1] != "torch.distributed.launch"))
-      return std::nullopt;
-    cmd.launcher.assign(argv.begin(), argv.begin() + static_cast<long>(m + 2));
-    i = m + 2;
-  } else {
-    return std::nullopt;
-  }
+  cmd.form = found->first;
+  size_t i = found->second;
+  cmd.launcher.assign(argv.begin(), argv.begin() + static_cast<long>(i));
   while (i < argv.size() && starts_with(argv[i], "-") && argv[i] != "--") {
     const std::string& word = argv[i];
     size_t eq = word.find('=');
     std::string opt = canonical(word.substr(0, eq));
-    bool takes_value = eq == std::string::npos && !is_flag(opt);
+    bool takes_value = eq == std::string::npos && !is_flag(cmd.form, opt);
     std::vector<std::string> words = {word};
     if (takes_value && i + 1 < argv.size()) words.push_back(argv[++i]);
-    auto& to = is_ours(opt) ? cmd.dropped : cmd.options;
+    auto& to = is_ours(cmd.form, opt) ? cmd.dropped : cmd.options;
     to.insert(to.end(), words.begin(), words.end());
     ++i;
   }
@@ -77,12 +130,40 @@ std::optional<TorchrunCommand> parse_torchrun(const std::vector<std::string>& ar
 
 std::vector<std::string> agent_argv(const TorchrunCommand& cmd, const AgentPlace& p) {
   std::vector<std::string> argv = cmd.launcher;
-  // The underscore spellings: torchrun 2.x takes both, 1.x only these.
-  argv.insert(argv.end(),
-              {"--nnodes=" + std::to_string(p.nodes),
-               "--nproc_per_node=" + std::to_string(p.procs_per_node), "--rdzv_backend=c10d",
-               "--rdzv_endpoint=" + p.endpoint, "--rdzv_id=" + p.run_id, "--max_restarts=0",
-               "--log_dir=" + p.log_dir, "--redirects=3", "--tee=3"});
+  auto add = [&](std::initializer_list<std::string> words) {
+    argv.insert(argv.end(), words.begin(), words.end());
+  };
+  if (cmd.form == LaunchForm::accelerate) {
+    // accelerate's --num_processes is the total over machines. Its c10d path would have machine
+    // 0 refuse a port another node's agent already holds, so a static rendezvous: machine 0
+    // hosts the store, the others wait for it.
+    if (p.nodes * p.procs_per_node > 1) add({"--multi_gpu"});
+    add({"--num_processes=" + std::to_string(p.nodes * p.procs_per_node),
+         "--num_machines=" + std::to_string(p.nodes)});
+    if (p.nodes > 1)
+      add({"--machine_rank=" + p.node_rank, "--same_network", "--main_process_ip=" + p.addr});
+    add({"--main_process_port=" + p.port, "--max_restarts=0"});
+    if (!p.log_dir.empty()) add({"--log_dir=" + p.log_dir, "--tee=3"});
+  } else if (p.static_rendezvous) {
+    // The underscore spellings: torchrun 2.x takes both, 1.x only these.
+    add({"--nnodes=" + std::to_string(p.nodes),
+         "--nproc_per_node=" + std::to_string(p.procs_per_node), "--node_rank=" + p.node_rank,
+         "--master_addr=" + p.addr, "--master_port=" + p.port, "--max_restarts=0"});
+  } else {
+    add({"--nnodes=" + std::to_string(p.nodes),
+         "--nproc_per_node=" + std::to_string(p.procs_per_node), "--rdzv_backend=c10d",
+         "--rdzv_endpoint=" + p.addr + ":" + p.port, "--rdzv_id=" + p.run_id, "--max_restarts=0",
+         "--log_dir=" + p.log_dir, "--redirects=3", "--tee=3"});
+  }
+  argv.insert(argv.end(), cmd.options.begin(), cmd.options.end());
+  argv.insert(argv.end(), cmd.program.begin(), cmd.program.end());
+  return argv;
+}
+
+std::optional<std::vector<std::string>> single_rank_argv(const TorchrunCommand& cmd) {
+  if (cmd.form != LaunchForm::accelerate) return std::nullopt;
+  std::vector<std::string> argv = cmd.launcher;
+  argv.insert(argv.end(), {"--num_processes=1", "--num_machines=1"});
   argv.insert(argv.end(), cmd.options.begin(), cmd.options.end());
   argv.insert(argv.end(), cmd.program.begin(), cmd.program.end());
   return argv;

@@ -1,7 +1,8 @@
-// A command workload that is the user's own torchrun invocation (`torchrun ... train.py`,
-// `python -m torch.distributed.run ...`, or the launch-era `python -m torch.distributed.launch
-// [--use-env] ...`, which is torchrun's parser and passes each rank --local-rank=N) runs as users
-// run it: one torchrun agent per node,
+// A command workload that is the user's own launcher (the forms of launch_forms.def: `torchrun
+// ... train.py`, `python -m torch.distributed.run ...`, the launch-era `python -m
+// torch.distributed.launch [--use-env] ...`, which is torchrun's parser and passes each rank
+// --local-rank=N, and `accelerate launch ...`, which runs torchrun in-process) runs as users run
+// it: one torchrun agent per node,
 // started through the launcher like a rank, each told the stage's topology (--nnodes,
 // --nproc-per-node), a c10d rendezvous at the trial's MASTER_ADDR:MASTER_PORT and a --log-dir in
 // the trial folder; the agents start the ranks. Their output comes back tee'd with a prefix that
@@ -15,26 +16,44 @@
 
 namespace ddpbisect {
 
+// The launch forms of launch/launch_forms.def.
+enum class LaunchForm {
+#define DDPBISECT_LAUNCH_FORM(name, matches, replaced, ranks) name,
+#include "launch/launch_forms.def"
+};
+const char* launch_form_name(LaunchForm form);
+
 struct TorchrunCommand {
+  LaunchForm form = LaunchForm::torchrun;
   std::vector<std::string> launcher;  // ["torchrun"] or ["python3", "-m", "torch.distributed.run"]
-                                      // (or torch.distributed.launch, with the python's flags)
+                                      // (or torch.distributed.launch, with the python's flags;
+                                      // or ["accelerate", "launch"])
   std::vector<std::string> options;   // the user's options, less those ddpbisect sets
   std::vector<std::string> program;   // the training script (or -m module) and its arguments
   std::vector<std::string> dropped;   // the user's options ddpbisect replaced, for the record
 };
 
-// The torchrun invocation in `argv`, or nullopt when argv does not start torchrun.
+// The launcher invocation in `argv` (any form of launch_forms.def), or nullopt when argv is a
+// plain program.
 std::optional<TorchrunCommand> parse_torchrun(const std::vector<std::string>& argv);
 
 struct AgentPlace {
   int nodes = 1, procs_per_node = 1;
-  std::string endpoint;  // MASTER_ADDR:MASTER_PORT, the c10d rendezvous
+  std::string addr, port;  // MASTER_ADDR, MASTER_PORT: the rendezvous
   std::string run_id;
-  std::string log_dir;  // this node's --log-dir
+  std::string log_dir;    // this node's --log-dir
+  std::string node_rank;  // this node's index (a shell word in a repro script)
+  // A script's static rendezvous: --node-rank, --master-addr/port, no log folder (a trial's is
+  // c10d, so that an agent's node is the rendezvous's choice).
+  bool static_rendezvous = false;
 };
 
 // The argv of one node's agent.
 std::vector<std::string> agent_argv(const TorchrunCommand& cmd, const AgentPlace& place);
+
+// A form that does not start torchrun for one rank (accelerate: `--multi_gpu` wants 2 or more
+// processes) runs that rank as a plain process of this argv; nullopt: the agents' argv as always.
+std::optional<std::vector<std::string>> single_rank_argv(const TorchrunCommand& cmd);
 
 // The line prefix the agents are asked for, and its parse: "[ddpbisect rank=R local=L]:".
 extern const char* const kAgentPrefixTemplate;  // for TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE

@@ -174,17 +174,21 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
           substitute_placeholders(launcher_form ? a : rank_placeholders_unified(a), values));
     if (auto launcher = parse_torchrun(words)) {
       // The user's launcher, one agent per node at the minimal topology (as in the trials): it
-      // starts the node's ranks itself.
-      launcher->program.insert(launcher->program.begin(), launcher->options.begin(),
-                               launcher->options.end());
-      words = launcher->launcher;
-      for (const std::string& o : std::vector<std::string>{
-               "--nnodes=" + std::to_string(m.nodes),
-               "--nproc_per_node=" + std::to_string(m.procs_per_node), "--node_rank=\1node\1",
-               "--master_addr=\1addr\1", "--master_port=\1port\1", "--max_restarts=0"})
-        words.push_back(o);
-      words.insert(words.end(), launcher->program.begin(), launcher->program.end());
-      per_node = true;
+      // starts the node's ranks itself (or, for a form that does, its own one-process start).
+      auto single = m.nodes * m.procs_per_node == 1 ? single_rank_argv(*launcher) : std::nullopt;
+      if (single) {
+        words = *single;
+      } else {
+        AgentPlace place;
+        place.nodes = static_cast<int>(m.nodes);
+        place.procs_per_node = static_cast<int>(m.procs_per_node);
+        place.node_rank = "\1node\1";
+        place.addr = "\1addr\1";
+        place.port = "\1port\1";
+        place.static_rendezvous = true;
+        words = agent_argv(*launcher, place);
+        per_node = true;
+      }
     }
     for (const auto& w : words) {
       std::string q = shell_quote(w);

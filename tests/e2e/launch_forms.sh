@@ -5,13 +5,16 @@
 # with `--local_rank {local_rank}`: each reduced to 2 ranks and epochs=2, rank 1's NameError, with
 # exactly as many rank processes run as each trial reports; then the printed repro (`check
 # repro.yaml --expect fail`, and run.sh) reproduces it. Nothing is left behind.
-# Usage: launch_forms.sh DDPBISECT
+# Usage: launch_forms.sh DDPBISECT [FORM...]   (FORM: launch, plain, accelerate; the first two
+# by default). accelerate: the same bug in an Accelerate script under `accelerate launch
+# --multi_gpu --num_processes 2`, whose one-rank trials are accelerate's own one-process start.
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$(realpath "$1")
+shift
+forms=("$@")
+[[ $# -gt 0 ]] || forms=(launch plain)
 here=$(cd "$(dirname "$0")" && pwd)
-prog=$here/programs/launch_era_bug.py
-python3 -c 'import torch.distributed.launch' 2>/dev/null || skip "no torch.distributed.launch for python3"
 tmp=$(mktemp -d)
 [[ -n ${KEEP:-} ]] || at_exit rm -rf "$tmp"
 
@@ -26,10 +29,20 @@ stages:
 limits: {trial_timeout: 120s}
 EOS
 }
-spec launch "[python3, -m, torch.distributed.launch, --nproc_per_node, \"2\", $prog, --epochs, \"{epochs}\"]"
-spec plain "[python3, $prog, --local_rank, \"{local_rank}\", --epochs, \"{epochs}\"]"
+if [[ ${forms[0]} == accelerate ]]; then
+  prog=$here/programs/accelerate_bug.py
+  command -v accelerate >/dev/null && python3 -c 'import accelerate' 2>/dev/null ||
+    skip "no accelerate on PATH"
+  spec accelerate "[accelerate, launch, --multi_gpu, --num_processes, \"2\", $prog, --epochs, \"{epochs}\"]"
+else
+  prog=$here/programs/launch_era_bug.py
+  python3 -c 'import torch.distributed.launch' 2>/dev/null || skip "no torch.distributed.launch for python3"
+  spec launch "[python3, -m, torch.distributed.launch, --nproc_per_node, \"2\", $prog, --epochs, \"{epochs}\"]"
+  spec plain "[python3, $prog, --local_rank, \"{local_rank}\", --epochs, \"{epochs}\"]"
+fi
+script=$(basename "$prog" .py)
 
-for form in launch plain; do
+for form in "${forms[@]}"; do
   t0=$SECONDS
   "$bin" "$tmp/$form.yaml" --out "$tmp/$form" --quiet --confirm 1 >"$tmp/$form.out" 2>"$tmp/$form.err" ||
     { bad "$form: the reduction exited $?"; tail -5 "$tmp/$form.err" >&2; continue; }
@@ -41,22 +54,24 @@ r = json.load(open(out + "/report.json"))
 m, s = r["minimal"], r["signature"]
 assert m["world_size"] == 2 and m["params"]["epochs"] == 2, m
 assert s["exception"] == "NameError" and s["ranks"] == [1], s
-assert s["frame"] == "launch_era_bug.py:<module>", s
+assert s["frame"] == sys.argv[2] + ".py:<module>", s
 for f in glob.glob(out + "/trials/*/outcome.json"):
     o = json.load(open(f))
     want = o["config"]["nodes"] * o["config"]["procs_per_node"]
     assert len(o["ranks"]) == want, (f, want, len(o["ranks"]))
-' "$tmp/$form" && ok || bad "$form: not reduced to 2 ranks, epochs=2 and rank 1's NameError"
+' "$tmp/$form" "$script" && ok || bad "$form: not reduced to 2 ranks, epochs=2 and rank 1's NameError"
   # The launch form's trials: one launcher a node, which started exactly the stage's ranks.
-  if [[ $form == launch ]]; then
+  # (accelerate's one-rank trials are its own one-process start: no agent.)
+  if [[ $form != plain ]]; then
     py '
 import glob, json, sys
 for f in glob.glob(sys.argv[1] + "/trials/*/outcome.json"):
     o = json.load(open(f))
     want = o["config"]["nodes"] * o["config"]["procs_per_node"]
     assert sorted(x["rank"] for x in o["ranks"]) == list(range(want)), f
-    assert len(o["agent_logs"]) == o["config"]["nodes"], f
-' "$tmp/$form" && ok || bad "launch: a trial ran other ranks than its stage"
+    agents = 0 if want == 1 and sys.argv[2] == "accelerate" else o["config"]["nodes"]
+    assert len(o.get("agent_logs", [])) == agents, (f, o.get("agent_logs"))
+' "$tmp/$form" "$form" && ok || bad "$form: a trial ran other ranks than its stage"
   fi
   (cd "$tmp" && "$bin" check "$tmp/$form/repro/repro.yaml" --expect fail --out "$tmp/$form-check" >"$tmp/$form-check.out" 2>&1) &&
     ok || { bad "$form: check repro.yaml --expect fail exited $?"; tail -5 "$tmp/$form-check.out" >&2; }

@@ -17,7 +17,15 @@ TEST(Torchrun, KeepsTheUsersOptionsAndReplacesTopologyAndRendezvous) {
   EXPECT_EQ(cmd->program, V({"python3", "train.py", "--nnodes", "7"}));
   EXPECT_EQ(cmd->dropped, V({"--nproc_per_node", "8", "--nnodes=4", "--rdzv-backend", "static",
                              "--standalone", "-t", "3"}));
-  V argv = agent_argv(*cmd, {2, 3, "10.0.0.1:29500", "run1", "/t/node1/torchrun"});
+  AgentPlace place;
+  place.nodes = 2;
+  place.procs_per_node = 3;
+  place.addr = "10.0.0.1";
+  place.port = "29500";
+  place.run_id = "run1";
+  place.log_dir = "/t/node1/torchrun";
+  place.node_rank = "1";
+  V argv = agent_argv(*cmd, place);
   EXPECT_EQ(argv,
             V({"/venv/bin/torchrun", "--nnodes=2", "--nproc_per_node=3", "--rdzv_backend=c10d",
                "--rdzv_endpoint=10.0.0.1:29500", "--rdzv_id=run1", "--max_restarts=0",
@@ -50,6 +58,72 @@ TEST(Torchrun, RecognisesTheLaunchEraModule) {
   auto plain = parse_torchrun({"python", "-m", "torch.distributed.launch", "train.py"});
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->program, V({"train.py"}));
+}
+
+// Issue 26: a repro script's agents meet at a static rendezvous it names per node.
+TEST(Torchrun, StaticRendezvousForAScript) {
+  auto cmd = parse_torchrun({"torchrun", "--nproc-per-node=4", "train.py"});
+  ASSERT_TRUE(cmd);
+  AgentPlace place;
+  place.nodes = 1;
+  place.procs_per_node = 2;
+  place.addr = "$A";
+  place.port = "$P";
+  place.node_rank = "$N";
+  place.static_rendezvous = true;
+  EXPECT_EQ(agent_argv(*cmd, place),
+            V({"torchrun", "--nnodes=1", "--nproc_per_node=2", "--node_rank=$N", "--master_addr=$A",
+               "--master_port=$P", "--max_restarts=0", "train.py"}));
+  EXPECT_FALSE(single_rank_argv(*cmd));
+}
+
+// Issue 26: `accelerate launch` (and its module): its topology and rendezvous options are
+// replaced, --multi_gpu only where accelerate allows it (2 or more processes), a static
+// rendezvous across machines; one rank is accelerate's own one-process start.
+TEST(Torchrun, AccelerateLaunch) {
+  auto cmd = parse_torchrun({"/venv/bin/accelerate", "launch", "--multi_gpu", "--num_processes",
+                             "4", "--num-machines=2", "--machine_rank", "1", "--mixed_precision",
+                             "no", "--same_network", "--debug", "--main_process_port", "2950",
+                             "train.py", "--epochs", "3"});
+  ASSERT_TRUE(cmd);
+  EXPECT_EQ(cmd->form, LaunchForm::accelerate);
+  EXPECT_EQ(cmd->launcher, V({"/venv/bin/accelerate", "launch"}));
+  EXPECT_EQ(cmd->options, V({"--mixed_precision", "no", "--debug"}));
+  EXPECT_EQ(cmd->program, V({"train.py", "--epochs", "3"}));
+  EXPECT_EQ(cmd->dropped,
+            V({"--multi_gpu", "--num_processes", "4", "--num-machines=2", "--machine_rank", "1",
+               "--same_network", "--main_process_port", "2950"}));
+  AgentPlace place;
+  place.nodes = 2;
+  place.procs_per_node = 3;
+  place.addr = "10.0.0.1";
+  place.port = "29500";
+  place.log_dir = "/t/node1/torchrun";
+  place.node_rank = "1";
+  EXPECT_EQ(
+      agent_argv(*cmd, place),
+      V({"/venv/bin/accelerate", "launch", "--multi_gpu", "--num_processes=6", "--num_machines=2",
+         "--machine_rank=1", "--same_network", "--main_process_ip=10.0.0.1",
+         "--main_process_port=29500", "--max_restarts=0", "--log_dir=/t/node1/torchrun", "--tee=3",
+         "--mixed_precision", "no", "--debug", "train.py", "--epochs", "3"}));
+  place.nodes = 1;
+  place.procs_per_node = 2;
+  EXPECT_EQ(
+      agent_argv(*cmd, place),
+      V({"/venv/bin/accelerate", "launch", "--multi_gpu", "--num_processes=2", "--num_machines=1",
+         "--main_process_port=29500", "--max_restarts=0", "--log_dir=/t/node1/torchrun", "--tee=3",
+         "--mixed_precision", "no", "--debug", "train.py", "--epochs", "3"}));
+  EXPECT_EQ(*single_rank_argv(*cmd),
+            V({"/venv/bin/accelerate", "launch", "--num_processes=1", "--num_machines=1",
+               "--mixed_precision", "no", "--debug", "train.py", "--epochs", "3"}));
+  auto module = parse_torchrun({"python3", "-m", "accelerate.commands.launch", "-m", "pkg.train"});
+  ASSERT_TRUE(module);
+  EXPECT_EQ(module->form, LaunchForm::accelerate);
+  EXPECT_EQ(module->options, V({"-m"}));
+  EXPECT_EQ(module->program, V({"pkg.train"}));
+  EXPECT_FALSE(parse_torchrun({"accelerate", "config"}));
+  EXPECT_FALSE(parse_torchrun({"accelerate"}));
+  EXPECT_EQ(std::string(launch_form_name(LaunchForm::accelerate)), "accelerate");
 }
 
 TEST(Torchrun, SplitsTheAgentsLinePrefixes) {
