@@ -298,6 +298,9 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     if (std::string quoted = quoted_primary(d.root.message); !quoted.empty())
       d.root.category = quoted;
   prefer_odd_rank(d.root, c, ev.facts);
+  if (!d.root.origin.rank)
+    for (const auto& r : ev.facts.reports)
+      if (r.ambiguous && r.last_spawned) d.last_spawned_local_rank = r.last_spawned;
   d.signature.category = d.root.category;
   d.signature.exception = d.root.exception;
   d.signature.frame = frame_key(best_frame(d.root));

@@ -85,6 +85,9 @@ struct Diagnosis {
   Event root;
   Signature signature;
   std::vector<RankSummary> ranks;
+  // No rank known, but a launch-era launcher's CalledProcessError (or DeepSpeed's line) shows
+  // the command of the last process it started: its --local_rank, a hint, not evidence.
+  std::optional<int> last_spawned_local_rank;
   std::string explanation;  // one paragraph for humans
   nlohmann::json to_json() const;
 };

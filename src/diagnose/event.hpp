@@ -58,11 +58,12 @@ struct ProcessReport {
   Origin origin;
   std::optional<int> exit_code;  // as the launcher prints it; negative: killed by -exit_code
   int signal = 0;
-  bool root_cause = false;  // torchrun's "Root Cause (first observed failure)"
-  bool memory = false;      // the launcher says it ran out of memory
-  bool sent = false;        // the launcher sent this signal itself (cleanup)
-  bool ambiguous = false;   // the rank shown is the last one spawned, not the failed one
-  bool success = false;     // the launcher says it exited successfully
+  bool root_cause = false;          // torchrun's "Root Cause (first observed failure)"
+  bool memory = false;              // the launcher says it ran out of memory
+  bool sent = false;                // the launcher sent this signal itself (cleanup)
+  bool ambiguous = false;           // the rank shown is the last one spawned, not the failed one
+  std::optional<int> last_spawned;  // ambiguous: that command line's --local_rank=N
+  bool success = false;             // the launcher says it exited successfully
   std::string source, text;
   long long order = 0;
 };

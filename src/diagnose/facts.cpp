@@ -225,13 +225,20 @@ const std::vector<std::unique_ptr<LauncherForm>>& launcher_forms() {
     add(R"(MPI_ABORT was invoked on rank (\d+))",
         [](const Groups& g, ProcessReport& r) { r.origin.rank = number(g[0]), set_exit(r, 1); });
     // DeepSpeed's and torch.distributed.launch's report show the command line of the last
-    // process spawned, whichever failed: its --local_rank says nothing.
-    add(R"((?:exits with return code = |returned non-zero exit status )(-?\d+))",
-        [](const Groups& g, ProcessReport& r) { set_exit(r, number(g[0])), r.ambiguous = true; });
+    // process spawned, whichever failed: its --local_rank is a hint only (the diagnosis shows it
+    // when no rank is known).
+    add(R"((?:--local[_-]rank[=' ,]*(\d+)\D.*)?(?:exits with return code = |returned non-zero exit status )(-?\d+))",
+        [](const Groups& g, ProcessReport& r) {
+          set_exit(r, number(g[1])), r.ambiguous = true;
+          if (!g[0].empty()) r.last_spawned = static_cast<int>(number(g[0]));
+        });
     // subprocess' own words for a child killed by a signal (the pre-elastic launcher's
     // CalledProcessError), about the last command spawned as well.
-    add(R"(died with <Signals\.SIG\w+: (\d+)>)",
-        [](const Groups& g, ProcessReport& r) { set_exit(r, -number(g[0])), r.ambiguous = true; });
+    add(R"((?:--local[_-]rank[=' ,]*(\d+)\D.*)?died with <Signals\.SIG\w+: (\d+)>)",
+        [](const Groups& g, ProcessReport& r) {
+          set_exit(r, -number(g[1])), r.ambiguous = true;
+          if (!g[0].empty()) r.last_spawned = static_cast<int>(number(g[0]));
+        });
     add(R"(^(?:\S.*: line \d+: +(\d+) +)?(Killed|Aborted|Segmentation fault|Bus error)(?: \(core dumped\))?(?: {2,}.*)?$)",
         [](const Groups& g, ProcessReport& r) {
           r.origin.pid = number(g[0], 0), set_exit(r, -shell_signal(g[1])), r.text = "shell: ";

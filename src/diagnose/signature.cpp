@@ -111,6 +111,12 @@ json Diagnosis::to_json() const {
                  {"excerpt", root.excerpt},
                  {"source", root.source},
                  {"time", root.time >= 0 ? json(root.time) : json(nullptr)}};
+    if (last_spawned_local_rank)
+      root_json["rank_hint"] = {
+          {"local_rank", *last_spawned_local_rank},
+          {"from",
+           "the launcher's failed command line: the last process it started, which is "
+           "not necessarily the one that failed"}};
   }
   return {{"failed", failed},
           {"root_cause", root_json},

@@ -160,6 +160,31 @@ TEST(Facts, SubprocessNamesTheSignalThatKilledAChild) {
   ASSERT_EQ(f.reports.size(), 1u);
   EXPECT_EQ(f.reports[0].signal, 11);
   EXPECT_TRUE(f.reports[0].ambiguous);  // the launcher's last command line, not the failed one
+  EXPECT_EQ(f.reports[0].last_spawned, 3);
+}
+
+// Issue 26: the launch era's CalledProcessError and DeepSpeed's launcher show the command of the
+// last process started; its --local_rank (either spelling) is kept as a hint, never as the rank.
+TEST(Facts, TheLastSpawnedCommandsLocalRankIsAHint) {
+  Facts f = read(
+      "subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'train.py', "
+      "'--local_rank=1']' returned non-zero exit status 1.\n"
+      "[2024-01-01 00:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', "
+      "'-u', 'train.py', '--local-rank=0', '--deepspeed'] exits with return code = 2\n"
+      "subprocess.CalledProcessError: Command 'python train.py' returned non-zero exit status "
+      "3.\n");
+  ASSERT_EQ(f.reports.size(), 3u);
+  EXPECT_EQ(f.reports[0].last_spawned, 1);
+  EXPECT_EQ(f.reports[0].exit_code, 1);
+  EXPECT_EQ(f.reports[1].last_spawned, 0);
+  EXPECT_EQ(f.reports[1].exit_code, 2);
+  EXPECT_FALSE(f.reports[2].last_spawned);
+  EXPECT_EQ(f.reports[2].exit_code, 3);
+  for (const auto& r : f.reports) {
+    EXPECT_TRUE(r.ambiguous);
+    EXPECT_FALSE(r.origin.local_rank);
+    EXPECT_FALSE(r.origin.rank);
+  }
 }
 
 TEST(Facts, AMessageThatOpensWithItsRank) {
