@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,7 +28,11 @@ namespace ddpbisect {
 #define DDPBISECT_WORKER_CUDA 0
 #endif
 bool worker_has_cuda() {
-  return DDPBISECT_WORKER_CUDA != 0;
+  if (DDPBISECT_WORKER_CUDA != 0) return true;
+  // A worker built elsewhere against a CUDA libtorch (a GPU machine's own, see
+  // scripts/gpu-kit.sh), named by DDPBISECT_WORKER, is declared by its builder.
+  const char* declared = std::getenv("DDPBISECT_WORKER_CUDA");
+  return declared && std::string(declared) == "1" && std::getenv("DDPBISECT_WORKER");
 }
 
 const std::vector<std::string>& builtin_components() {

@@ -18,7 +18,8 @@ struct LoadResult {
 LoadResult load_spec_file(const std::string& file);
 LoadResult load_spec_text(const std::string& text, const std::string& file);
 
-// Compiled in from the build: whether the built-in worker can run `device: cuda` stages.
+// Whether the built-in worker can run `device: cuda` stages: compiled in from the build, or
+// declared with DDPBISECT_WORKER_CUDA=1 beside DDPBISECT_WORKER (a worker built on a GPU machine).
 bool worker_has_cuda();
 
 }  // namespace ddpbisect
