@@ -72,14 +72,17 @@ std::vector<ComparisonRow> comparison_rows(const ReductionResult& r) {
   const auto& j = r.job;
   const auto& m = r.minimal;
   auto list = [](const std::vector<std::string>& v) { return v.empty() ? "none" : join(v, ", "); };
-  std::vector<ComparisonRow> rows = {
-      {"ranks", ranks_text(j), ranks_text(m)},
-      {"samples", std::to_string(j.samples.size()),
-       std::to_string(m.samples.size()) + (!m.samples.empty() && m.samples.size() <= 16
-                                               ? " (" + m.samples.to_string() + ")"
-                                               : "")},
-      {"components", list(j.components), list(m.components)},
-      {"features", list(j.features), list(m.features)}};
+  // A job whose samples are no dimension (a command without samples:) ran all of them each time.
+  ComparisonRow samples = {"samples", "all", "all (not reduced)"};
+  if (!j.samples.empty())
+    samples = {"samples", std::to_string(j.samples.size()),
+               std::to_string(m.samples.size()) + (!m.samples.empty() && m.samples.size() <= 16
+                                                       ? " (" + m.samples.to_string() + ")"
+                                                       : "")};
+  std::vector<ComparisonRow> rows = {{"ranks", ranks_text(j), ranks_text(m)},
+                                     samples,
+                                     {"components", list(j.components), list(m.components)},
+                                     {"features", list(j.features), list(m.features)}};
   for (const auto& [k, v] : j.params)
     rows.push_back({k, std::to_string(v), m.params.count(k) ? std::to_string(m.params.at(k)) : ""});
   return rows;

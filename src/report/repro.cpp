@@ -117,7 +117,10 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
        "export WORLD_SIZE=" +
        std::to_string(m.world_size()) + " LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
        " GROUP_WORLD_SIZE=" + std::to_string(m.nodes) +
+       " ROLE_WORLD_SIZE=" + std::to_string(m.world_size()) +
        "\n"
+       // torchrun's too, as the trials had it: Lightning reads it as "launched by torchrun".
+       "export TORCHELASTIC_RUN_ID=${TORCHELASTIC_RUN_ID:-ddpbisect-repro}\n"
        "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} DDPBISECT_CONFIG=\"$here/config.json\"\n";
   auto values = placeholder_values(m);
   const bool samples_auto = spec.command && spec.command->agent && spec.command->samples_auto;
@@ -212,7 +215,7 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
       "for ((rank = 0; rank < procs; rank++)); do\n"
       "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) NODE_RANK=$((rank / "
       "LOCAL_WORLD_SIZE)) \\\n"
-      "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) " +
+      "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) ROLE_RANK=$rank " +
       join(argv, " ") +
       " >\"$here/$unit$rank.log\" 2>&1 &\n"
       "  pids+=($!)\n"

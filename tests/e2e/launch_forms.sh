@@ -82,6 +82,9 @@ for f in glob.glob(sys.argv[1] + "/trials/*/outcome.json"):
   # run.sh ran the minimal topology: two ranks' lines, no third.
   n=$(cat "$tmp/$form"/repro/*.log | grep -o "local rank [0-9]*: epoch 0 done" | sort -u | wc -l)
   [[ $n == 2 ]] && ok || bad "$form: run.sh ran $n ranks' epoch 0, not 2"
+  # Samples are no dimension of these jobs: the report says so, not "0 -> 0".
+  grep -q '^| samples | all | all (not reduced) |$' "$tmp/$form/report.md" && ok ||
+    bad "$form: report.md's samples row: $(grep '^| samples' "$tmp/$form/report.md")"
 done
 [[ -z $(pgrep -f -- "$prog") ]] && ok || bad "processes left: $(pgrep -af -- "$prog")"
 finish launch/forms

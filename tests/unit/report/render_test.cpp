@@ -129,6 +129,32 @@ stages: [{name: two, nodes: 2, procs_per_node: 2}]
       << lsh;
   EXPECT_EQ(lsh.find("--nproc_per_node 8"), std::string::npos);
   EXPECT_NE(lsh.find("train.py '--x=${local_rank}'"), std::string::npos) << lsh;
+  // torchrun's environment as the trials had it (Lightning reads TORCHELASTIC_RUN_ID).
+  EXPECT_NE(sh.find("export TORCHELASTIC_RUN_ID="), std::string::npos);
+  EXPECT_NE(sh.find("ROLE_RANK=$rank"), std::string::npos);
+  EXPECT_NE(sh.find("ROLE_WORLD_SIZE=2"), std::string::npos);
+
+  // accelerate launch: per node at 2 ranks, its own one-process start at 1.
+  auto acc = load_spec_text(R"(workload:
+  command: [accelerate, launch, --multi_gpu, --num_processes, "8", train.py]
+stages: [{name: one, nodes: 1, procs_per_node: 1}, {name: two, nodes: 1, procs_per_node: 2}]
+)",
+                            "/tmp/x.yaml");
+  ASSERT_TRUE(acc.spec);
+  const std::string two =
+      repro_run_sh(*acc.spec, initial_config(*acc.spec, acc.spec->stages[1]), sig);
+  EXPECT_NE(two.find("procs=1 unit=node"), std::string::npos) << two;
+  EXPECT_NE(two.find("accelerate launch --multi_gpu --num_processes=2 --num_machines=1 "
+                     "'--main_process_port='\"$MASTER_PORT\"'' --max_restarts=0 train.py"),
+            std::string::npos)
+      << two;
+  const std::string one =
+      repro_run_sh(*acc.spec, initial_config(*acc.spec, acc.spec->stages[0]), sig);
+  EXPECT_NE(one.find("procs=$WORLD_SIZE unit=rank"), std::string::npos) << one;
+  EXPECT_NE(one.find("accelerate launch --num_processes=1 --num_machines=1 train.py"),
+            std::string::npos)
+      << one;
+  EXPECT_EQ(one.find("--multi_gpu"), std::string::npos) << one;
 }
 
 // A workload without a samples dimension: the minimal spec has no samples key (not "").
