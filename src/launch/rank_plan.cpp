@@ -15,7 +15,13 @@
 
 namespace ddpbisect {
 
-std::map<std::string, std::string> placeholder_values(const TrialConfig& config) {
+std::string param_variable(const std::string& name) {
+  std::string upper = name;
+  for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return "DDPBISECT_PARAM_" + upper;
+}
+
+std::map<std::string, std::string> placeholder_values(const Spec& spec, const TrialConfig& config) {
   std::map<std::string, std::string> v = {{"samples", config.samples.to_string()},
                                           {"components", join(config.components, ",")},
                                           {"features", join(config.features, ",")}};
@@ -23,6 +29,8 @@ std::map<std::string, std::string> placeholder_values(const TrialConfig& config)
   v["procs_per_node"] = std::to_string(config.procs_per_node);
   v["world_size"] = std::to_string(config.world_size());
   for (const auto& [k, val] : config.params) v[k] = std::to_string(val);  // a param's name wins
+  if (spec.command && !spec.command->world_size_param.empty())
+    v[spec.command->world_size_param] = std::to_string(config.world_size());
   return v;
 }
 
@@ -80,11 +88,9 @@ std::map<std::string, std::string> trial_env(const Spec& spec, const TrialConfig
   env["DDPBISECT_SAMPLES"] = values.at("samples");
   env["DDPBISECT_COMPONENTS"] = values.at("components");
   env["DDPBISECT_FEATURES"] = values.at("features");
-  for (const auto& [k, v] : config.params) {
-    std::string upper = k;
-    for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    env["DDPBISECT_PARAM_" + upper] = std::to_string(v);
-  }
+  for (const auto& [k, v] : config.params) env[param_variable(k)] = std::to_string(v);
+  if (spec.command && !spec.command->world_size_param.empty())
+    env[param_variable(spec.command->world_size_param)] = values.at(spec.command->world_size_param);
   env["OMP_NUM_THREADS"] = "1";
   if (spec.command) {
     env["PYTHONUNBUFFERED"] = "1";
@@ -132,7 +138,7 @@ std::vector<RankSlot> plan_agents(const Spec& spec, const TorchrunCommand& cmd,
 
 ProcessSpec warm_server_process(const Spec& spec) {
   const TrialConfig config;
-  const auto values = placeholder_values(config);
+  const auto values = placeholder_values(spec, config);
   auto env = trial_env(spec, config, TrialPlace{}, values);
   for (auto it = env.begin(); it != env.end();) {
     const bool keep = it->first == "DDPBISECT_AGENT" || it->first == "DDPBISECT_STACK_SIGNAL" ||
@@ -147,7 +153,7 @@ ProcessSpec warm_server_process(const Spec& spec) {
 
 std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
                                  const TrialPlace& place) {
-  const auto values = placeholder_values(config);
+  const auto values = placeholder_values(spec, config);
   std::vector<std::string> argv;
   std::string cwd = place.dir;
   if (spec.builtin) {
@@ -175,6 +181,20 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
   };
 
   std::vector<RankSlot> out;
+  if (spec.command && !spec.command->world_size_param.empty()) {
+    // A script that starts its own ranks: one process, told the rank count through its param
+    // (in base already), without torchrun's rank variables (Lightning, seeing them, would take
+    // itself for one rank of an outside launcher and start none); a rendezvous address only.
+    RankSlot slot;
+    auto env = base;
+    for (const auto& [k, v] :
+         {std::pair<std::string, std::string>{"MASTER_ADDR", place.master_addr},
+          {"MASTER_PORT", std::to_string(place.master_port)}})
+      if (!spec.command->env.count(k) && !place.extra_env.count(k)) env[k] = v;
+    slot.process = {argv_of(0, 0, 0), env, cwd};
+    out.push_back(std::move(slot));
+    return out;
+  }
   const int world = static_cast<int>(config.world_size());
   const int ppn = static_cast<int>(config.procs_per_node);
   for (int rank = 0; rank < world; ++rank) {

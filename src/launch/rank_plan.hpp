@@ -30,8 +30,11 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
 // argv is the command's (WarmServer::start replaces all but argv[0]).
 ProcessSpec warm_server_process(const Spec& spec);
 
+// DDPBISECT_PARAM_<NAME>: the variable that carries param NAME to a rank.
+std::string param_variable(const std::string& name);
+
 // The values of {samples}, {components}, {features} and {NAME} for a trial.
-std::map<std::string, std::string> placeholder_values(const TrialConfig& config);
+std::map<std::string, std::string> placeholder_values(const Spec& spec, const TrialConfig& config);
 
 // Path of ddpbisect-worker: $DDPBISECT_WORKER, else beside the running ddpbisect binary.
 std::string worker_path();

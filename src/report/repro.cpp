@@ -112,17 +112,21 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
   s += "want_frame=" + shell_quote(frame_re) + "\n";
   s += "timeout_s=${REPRO_TIMEOUT:-" +
        std::to_string(std::max<long long>(1, spec.limits.trial_timeout.count() / 1000)) + "}\n";
+  // A script that starts its own ranks gets their count as its param, and none of torchrun's
+  // variables (as in the trials).
+  const bool self_spawning = spec.command && !spec.command->world_size_param.empty();
   s += "export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + RANDOM "
-       "% 20000))}\n"
-       "export WORLD_SIZE=" +
-       std::to_string(m.world_size()) + " LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
-       " GROUP_WORLD_SIZE=" + std::to_string(m.nodes) +
-       " ROLE_WORLD_SIZE=" + std::to_string(m.world_size()) +
-       "\n"
-       // torchrun's too, as the trials had it: Lightning reads it as "launched by torchrun".
-       "export TORCHELASTIC_RUN_ID=${TORCHELASTIC_RUN_ID:-ddpbisect-repro}\n"
-       "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} DDPBISECT_CONFIG=\"$here/config.json\"\n";
-  auto values = placeholder_values(m);
+       "% 20000))}\n";
+  if (!self_spawning)
+    s += "export WORLD_SIZE=" + std::to_string(m.world_size()) +
+         " LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
+         " GROUP_WORLD_SIZE=" + std::to_string(m.nodes) +
+         " ROLE_WORLD_SIZE=" + std::to_string(m.world_size()) +
+         "\n"
+         // torchrun's too, as the trials had it: Lightning reads it as "launched by torchrun".
+         "export TORCHELASTIC_RUN_ID=${TORCHELASTIC_RUN_ID:-ddpbisect-repro}\n";
+  s += "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} DDPBISECT_CONFIG=\"$here/config.json\"\n";
+  auto values = placeholder_values(spec, m);
   const bool samples_auto = spec.command && spec.command->agent && spec.command->samples_auto;
   if (samples_auto && m.samples.empty())
     s += "unset DDPBISECT_SAMPLES\n";  // every sample
@@ -130,11 +134,13 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
     s += "export DDPBISECT_SAMPLES=" + shell_quote(values["samples"]) + "\n";
   s += "export DDPBISECT_COMPONENTS=" + shell_quote(values["components"]) +
        " DDPBISECT_FEATURES=" + shell_quote(values["features"]) + "\n";
-  for (const auto& [k, v] : m.params) {
-    std::string upper = k;
-    for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    s += "export " + shell_quote("DDPBISECT_PARAM_" + upper + "=" + std::to_string(v)) + "\n";
-  }
+  for (const auto& [k, v] : m.params)
+    s += "export " + shell_quote(param_variable(k) + "=" + std::to_string(v)) + "\n";
+  if (self_spawning)
+    s += "export " +
+         shell_quote(param_variable(spec.command->world_size_param) + "=" +
+                     std::to_string(m.world_size())) +
+         "\n";
   std::vector<std::string> argv;
   bool per_node = false;
   if (spec.builtin) {
@@ -207,15 +213,18 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
   // A launcher form runs one agent per node (its log: node<N>.log); otherwise one process a rank.
   if (per_node)
     s += "procs=" + std::to_string(m.nodes) + " unit=node\n";
+  else if (self_spawning)
+    s += "procs=1 unit=rank\n";  // the script starts the ranks
   else
     s += "procs=$WORLD_SIZE unit=rank\n";
   s +=
       "set -m  # each rank in its own process group: a timeout stops all of its processes\n"
       "pids=()\n"
-      "for ((rank = 0; rank < procs; rank++)); do\n"
-      "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) NODE_RANK=$((rank / "
-      "LOCAL_WORLD_SIZE)) \\\n"
-      "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) ROLE_RANK=$rank " +
+      "for ((rank = 0; rank < procs; rank++)); do\n" +
+      std::string(self_spawning ? "  "
+                                : "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) "
+                                  "NODE_RANK=$((rank / LOCAL_WORLD_SIZE)) \\\n"
+                                  "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) ROLE_RANK=$rank ") +
       join(argv, " ") +
       " >\"$here/$unit$rank.log\" 2>&1 &\n"
       "  pids+=($!)\n"

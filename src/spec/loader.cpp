@@ -504,7 +504,7 @@ class SpecLoader {
     if (!r_.expect_map(n, "workload")) return;
     r_.check_keys(n, "workload",
                   {"builtin", "command", "cwd", "env", "samples", "components", "features",
-                   "params", "agent", "state", "steps", "preload"});
+                   "params", "agent", "state", "steps", "preload", "world_size_param"});
     bool has_builtin = static_cast<bool>(n["builtin"]);
     bool has_command = static_cast<bool>(n["command"]);
     if (has_builtin && has_command) {
@@ -519,7 +519,7 @@ class SpecLoader {
     }
     if (has_builtin) {
       for (const char* k : {"cwd", "env", "samples", "components", "features", "params", "agent",
-                            "state", "steps", "preload"}) {
+                            "state", "steps", "preload", "world_size_param"}) {
         if (n[k])
           r_.error(n[k], std::string("workload.") + k,
                    std::string("belongs to command workloads; for builtin, put it under "
@@ -791,8 +791,27 @@ class SpecLoader {
     if (auto k = n["features"])
       if (auto v = r_.names(k, "workload.features")) c.features = *v;
     if (auto k = n["params"]) c.params = r_.params(k, "workload.params", {});
+    if (auto k = n["world_size_param"]) load_world_size_param(k, c);
     check_placeholders(cmd, c);
     return c;
+  }
+
+  void load_world_size_param(const YAML::Node& k, CommandWorkload& c) {
+    const char* key = "workload.world_size_param";
+    auto v = r_.string(k, key);
+    if (!v) return;
+    bool ident = !v->empty() && !std::isdigit(static_cast<unsigned char>((*v)[0]));
+    for (char ch : *v) ident = ident && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    if (!ident) {
+      r_.error(k, key, "expected a param name (letters, digits, _), found \"" + *v + "\"");
+    } else if (c.params.count(*v)) {
+      r_.error(k, key,
+               "\"" + *v +
+                   "\" is also in workload.params: the stage's rank count sets it, so it "
+                   "cannot be reduced as a param; drop it from params");
+    } else {
+      c.world_size_param = *v;
+    }
   }
 
   void check_placeholders(const YAML::Node& cmd, const CommandWorkload& c) {
@@ -801,6 +820,7 @@ class SpecLoader {
                                       "nodes",   "procs_per_node", "world_size",
                                       "rank",    "local_rank",     "node_rank"};
     for (const auto& [k, v] : c.params) known.push_back(k);
+    if (!c.world_size_param.empty()) known.push_back(c.world_size_param);
     for (size_t i = 0; i < cmd.size() && i < c.argv.size(); ++i) {
       std::string perr;
       size_t off = 0;
@@ -1063,6 +1083,11 @@ class SpecLoader {
     for (size_t i = 0; i < spec.stages.size(); ++i) {
       const Stage& st = spec.stages[i];
       YAML::Node at = stages && stages.IsSequence() && i < stages.size() ? stages[i] : root;
+      if (spec.command && !spec.command->world_size_param.empty() && st.nodes > 1)
+        r_.error(at["nodes"] ? at["nodes"] : at, "stages[" + std::to_string(i) + "].nodes",
+                 "a script that starts its own ranks (workload.world_size_param) runs as one "
+                 "process on one node; ddpbisect cannot place its ranks on " +
+                     std::to_string(st.nodes) + " nodes");
       if (st.device == "cuda" && spec.builtin && !worker_has_cuda()) {
         r_.error(at["device"] ? at["device"] : at, "stages[" + std::to_string(i) + "].device",
                  "this build's ddpbisect-worker uses a CPU-only libtorch, so builtin workloads "

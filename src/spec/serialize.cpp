@@ -82,6 +82,7 @@ static json command_json(const CommandWorkload& c) {
   w["agent"] = c.agent;
   if (!c.state.empty()) w["state"] = c.state;
   // The default (warm starts) is not spelled out; turning it off is.
+  if (!c.world_size_param.empty()) w["world_size_param"] = c.world_size_param;
   if (!c.preload_default && (c.agent || !c.preload.empty()))
     w["preload"] = c.preload.empty() ? json("none") : json(c.preload);
   w["components"] = c.components;

@@ -92,6 +92,10 @@ struct CommandWorkload {
   // cannot (another launcher, a command that is not `python SCRIPT`), ranks start cold silently.
   // `preload: none` (or []) turns them off.
   bool preload_default = false;
+  // A script that starts its own ranks (mp.spawn, Lightning's devices=N): each trial runs one
+  // process per stage, and the stage's rank count reaches it as this param ({NAME},
+  // DDPBISECT_PARAM_NAME); it gets none of torchrun's rank variables. "" when not given.
+  std::string world_size_param;
 };
 
 struct Stage {

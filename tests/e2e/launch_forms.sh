@@ -5,9 +5,11 @@
 # with `--local_rank {local_rank}`: each reduced to 2 ranks and epochs=2, rank 1's NameError, with
 # exactly as many rank processes run as each trial reports; then the printed repro (`check
 # repro.yaml --expect fail`, and run.sh) reproduces it. Nothing is left behind.
-# Usage: launch_forms.sh DDPBISECT [FORM...]   (FORM: launch, plain, accelerate; the first two
-# by default). accelerate: the same bug in an Accelerate script under `accelerate launch
+# Usage: launch_forms.sh DDPBISECT [FORM...]   (FORM: launch, plain, accelerate, spawn; the first
+# two by default). accelerate: the same bug in an Accelerate script under `accelerate launch
 # --multi_gpu --num_processes 2`, whose one-rank trials are accelerate's own one-process start.
+# spawn: in a script that starts its own ranks with mp.spawn (workload.world_size_param), one
+# process a trial, whose rank count is counted from the agent's trace files.
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$(realpath "$1")
@@ -29,7 +31,11 @@ stages:
 limits: {trial_timeout: 120s}
 EOS
 }
-if [[ ${forms[0]} == accelerate ]]; then
+if [[ ${forms[0]} == spawn ]]; then
+  prog=$here/programs/spawn_bug.py
+  spec spawn "[python3, $prog, --nprocs, \"{nprocs}\", --epochs, \"{epochs}\"]"
+  sed -i 's/^  params: {epochs: 3}$/  params: {epochs: 3}\n  world_size_param: nprocs/' "$tmp/spawn.yaml"
+elif [[ ${forms[0]} == accelerate ]]; then
   prog=$here/programs/accelerate_bug.py
   command -v accelerate >/dev/null && python3 -c 'import accelerate' 2>/dev/null ||
     skip "no accelerate on PATH"
@@ -48,21 +54,29 @@ for form in "${forms[@]}"; do
     { bad "$form: the reduction exited $?"; tail -5 "$tmp/$form.err" >&2; continue; }
   echo "$form: $((SECONDS - t0)) s, $(ls "$tmp/$form/trials" | wc -l) trials"
   py '
-import glob, json, sys
+import glob, json, os, sys
 out = sys.argv[1]
 r = json.load(open(out + "/report.json"))
 m, s = r["minimal"], r["signature"]
 assert m["world_size"] == 2 and m["params"]["epochs"] == 2, m
-assert s["exception"] == "NameError" and s["ranks"] == [1], s
-assert s["frame"] == sys.argv[2] + ".py:<module>", s
+spawn = sys.argv[2] == "spawn_bug"
+# (in a function, the same bug is an UnboundLocalError, NameError's subclass)
+assert s["exception"] == ("UnboundLocalError" if spawn else "NameError") and s["ranks"] == [1], s
+assert s["frame"] == sys.argv[2] + (".py:main" if spawn else ".py:<module>"), s
 for f in glob.glob(out + "/trials/*/outcome.json"):
     o = json.load(open(f))
     want = o["config"]["nodes"] * o["config"]["procs_per_node"]
-    assert len(o["ranks"]) == want, (f, want, len(o["ranks"]))
+    if spawn:  # one process started its ranks: count those that joined the process group
+        ran = 0
+        for t in glob.glob(os.path.dirname(f) + "/agent/collectives.*.jsonl"):
+            ran += "init_process_group" in open(t).read()
+        assert len(o["ranks"]) == 1 and ran == want, (f, want, ran)
+    else:
+        assert len(o["ranks"]) == want, (f, want, len(o["ranks"]))
 ' "$tmp/$form" "$script" && ok || bad "$form: not reduced to 2 ranks, epochs=2 and rank 1's NameError"
   # The launch form's trials: one launcher a node, which started exactly the stage's ranks.
   # (accelerate's one-rank trials are its own one-process start: no agent.)
-  if [[ $form != plain ]]; then
+  if [[ $form != plain && $form != spawn ]]; then
     py '
 import glob, json, sys
 for f in glob.glob(sys.argv[1] + "/trials/*/outcome.json"):

@@ -7,6 +7,23 @@ using namespace ddpbisect;
 
 using V = std::vector<std::string>;
 
+namespace {
+
+// Node 1 of a trial's nodes x ppn, its rendezvous at 10.0.0.1:29500.
+AgentPlace trial_place(int nodes, int ppn) {
+  AgentPlace place;
+  place.nodes = nodes;
+  place.procs_per_node = ppn;
+  place.addr = "10.0.0.1";
+  place.port = "29500";
+  place.run_id = "run1";
+  place.log_dir = "/t/node1/torchrun";
+  place.node_rank = "1";
+  return place;
+}
+
+}  // namespace
+
 TEST(Torchrun, KeepsTheUsersOptionsAndReplacesTopologyAndRendezvous) {
   auto cmd = parse_torchrun({"/venv/bin/torchrun", "--nproc_per_node", "8", "--nnodes=4",
                              "--rdzv-backend", "static", "--standalone", "--monitor-interval=1",
@@ -17,15 +34,7 @@ TEST(Torchrun, KeepsTheUsersOptionsAndReplacesTopologyAndRendezvous) {
   EXPECT_EQ(cmd->program, V({"python3", "train.py", "--nnodes", "7"}));
   EXPECT_EQ(cmd->dropped, V({"--nproc_per_node", "8", "--nnodes=4", "--rdzv-backend", "static",
                              "--standalone", "-t", "3"}));
-  AgentPlace place;
-  place.nodes = 2;
-  place.procs_per_node = 3;
-  place.addr = "10.0.0.1";
-  place.port = "29500";
-  place.run_id = "run1";
-  place.log_dir = "/t/node1/torchrun";
-  place.node_rank = "1";
-  V argv = agent_argv(*cmd, place);
+  V argv = agent_argv(*cmd, trial_place(2, 3));
   EXPECT_EQ(argv,
             V({"/venv/bin/torchrun", "--nnodes=2", "--nproc_per_node=3", "--rdzv_backend=c10d",
                "--rdzv_endpoint=10.0.0.1:29500", "--rdzv_id=run1", "--max_restarts=0",
@@ -93,13 +102,7 @@ TEST(Torchrun, AccelerateLaunch) {
   EXPECT_EQ(cmd->dropped,
             V({"--multi_gpu", "--num_processes", "4", "--num-machines=2", "--machine_rank", "1",
                "--same_network", "--main_process_port", "2950"}));
-  AgentPlace place;
-  place.nodes = 2;
-  place.procs_per_node = 3;
-  place.addr = "10.0.0.1";
-  place.port = "29500";
-  place.log_dir = "/t/node1/torchrun";
-  place.node_rank = "1";
+  AgentPlace place = trial_place(2, 3);
   EXPECT_EQ(
       agent_argv(*cmd, place),
       V({"/venv/bin/accelerate", "launch", "--multi_gpu", "--num_processes=6", "--num_machines=2",
