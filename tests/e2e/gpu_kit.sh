@@ -39,6 +39,7 @@ cat >spec.yaml <<'EOS'
 version: 1
 workload:
   command: [python3, -c, "import os, sys, time; r = int(os.environ['RANK']); time.sleep(r); sys.exit(r * 3)"]
+  preload: none
 stages: [{name: node, nodes: 1, procs_per_node: 2}]
 limits: {trial_timeout: 60s}
 EOS

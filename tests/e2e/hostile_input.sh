@@ -28,6 +28,7 @@ name: "hostile <i>name</i> \$(touch $tmp/pwned-name)"
 workload:
   command: [python3, $root/tests/e2e/programs/hostile.py, "$a1", "$a2", "$a3", "$a4", "{samples}"]
   cwd: $tmp/work  # isolated: the records and any pwned-* file land outside it, where we look
+  preload: none  # hostile.py imports no torch: a warm start would import it for nothing
   samples: 4
   env: {HOSTILE_ENV: "$envv"}
 stages:

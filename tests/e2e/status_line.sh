@@ -17,6 +17,7 @@ version: 1
 name: slow-culprit
 workload:
   command: [python3, $root/tests/e2e/programs/slow_culprit.py, "{samples}", "{components}"]
+  preload: none  # slow_culprit.py imports no torch: a warm start would import it for nothing
   samples: 8
   components: [a, c]
 stages:
