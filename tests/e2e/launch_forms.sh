@@ -60,7 +60,7 @@ r = json.load(open(out + "/report.json"))
 m, s = r["minimal"], r["signature"]
 assert m["world_size"] == 2 and m["params"]["epochs"] == 2, m
 spawn = sys.argv[2] == "spawn_bug"
-# (in a function, the same bug is an UnboundLocalError, NameError's subclass)
+# (in a function, the same bug is an UnboundLocalError, a subclass of NameError)
 assert s["exception"] == ("UnboundLocalError" if spawn else "NameError") and s["ranks"] == [1], s
 assert s["frame"] == sys.argv[2] + (".py:main" if spawn else ".py:<module>"), s
 for f in glob.glob(out + "/trials/*/outcome.json"):
