@@ -4,7 +4,8 @@
 # agent; a real trial runs through it (the isolation helper, the agent); every library the
 # programs load is in the kit; a worker built elsewhere is accepted for `device: cuda` only when
 # declared (DDPBISECT_WORKER_CUDA=1); tests/gpu/run.sh in the kit says "skipped: no GPU" and
-# exits 77; an existing folder that is not a kit is never overwritten.
+# exits 77; doctor reports a fake nvidia-smi's driver; an existing folder that is not a kit is
+# never overwritten.
 # Usage: gpu_kit.sh BUILD_DIR REPO_ROOT
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -70,6 +71,22 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   rc=$?
   [[ $rc == 77 && $out == "skipped: no GPU"* ]] && ok || bad "tests/gpu/run.sh without a GPU: exit $rc, $out"
 fi
+
+# GPU logic without a GPU: a fake nvidia-smi on PATH is what doctor reports as the driver.
+mkdir -p fake
+cat >fake/nvidia-smi <<'EOS'
+#!/bin/sh
+case "$*" in
+  *driver_version*) echo "575.57.08" ;;
+  -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-fake)" ;;
+  *) echo "NVIDIA-SMI 575.57.08" ;;
+esac
+EOS
+chmod +x fake/nvidia-smi
+PATH=$PWD/fake:$PATH "$kit/prefix/bin/ddpbisect" doctor spec.yaml --no-comm --no-sanity --json \
+  --out doc >doctor.json 2>doctor.err
+py 'import json; j = json.load(open("doctor.json")); s = json.dumps(j); assert "\"gpu_driver\": \"575.57.08\"" in s, s[:400]' &&
+  ok || bad "doctor did not report the fake nvidia-smi's driver: $(tail -3 doctor.err)"
 
 # A folder that is not a kit is never overwritten.
 mkdir -p "$tmp/precious" && echo keep >"$tmp/precious/data"
