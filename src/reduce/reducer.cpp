@@ -56,6 +56,7 @@ class Reduction {
   void reduce_phase(const std::string& rounds = "round");
   void recheck_phase();
   bool confirm_phase();
+  void restart_from_job();
   void debug_phase();
   std::vector<RunRecord> measure_flaky(const TrialConfig& config, Tally& tally);
   bool retarget_to_dominant(const std::vector<RunRecord>& runs, Tally& tally);
@@ -272,6 +273,16 @@ bool Reduction::confirm_phase() {
   return true;
 }
 
+// The passes that ran with one trial per candidate took each pass as a "no": a flaky failure
+// can have taken a wrong turn there (2x1 kept because one run of 1x2 missed), which no shrinking
+// of the minimum undoes. They start again from the configuration escalation found; what failed
+// before is still known (no new trial), what passed gets the repeats a flaky target needs.
+void Reduction::restart_from_job() {
+  state_.best = result_.original;
+  state_.trace.push_back({oracle_.stats().trials, "flaky: again from", state_.best});
+  progress_.best(state_.best);
+}
+
 // The minimum once more with debug variables. A run that fails differently is not the
 // explanation: it is named in a note, and the next variables are tried.
 void Reduction::debug_phase() {
@@ -318,10 +329,12 @@ ReductionResult Reduction::run() {
   try {
     if (!escalate_phase()) return finish();
     measure_phase();
-    do {
+    for (;;) {
       reduce_phase();
       if (flaky_) recheck_phase();
-    } while (!confirm_phase());
+      if (confirm_phase()) break;
+      restart_from_job();
+    }
     result_.minimal = state_.best;
     result_.trace = state_.trace;
     debug_phase();
