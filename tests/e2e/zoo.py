@@ -73,6 +73,9 @@ def different_failures(out, target):
 
 
 binary, zoo, names = args[0], pathlib.Path(args[1]), set(args[2:])
+unknown = names - {spec.stem for spec in zoo.glob("*.yaml")}
+if unknown:  # a test that names a case must run it, not pass on nothing
+    sys.exit(f"zoo.py: no such case in {zoo}: {', '.join(sorted(unknown))}")
 passed = failed = 0
 for spec in sorted(zoo.glob("*.yaml")):
     if names and spec.stem not in names:
