@@ -130,7 +130,21 @@ def hang_trial(spec, out):
     return declared - quiet_from, named, ""
 
 
+def require_torch():
+    """Every correct job runs `python3` from PATH; without torch there, each would fail at its
+    import and the bench would report false failures that are only a missing environment."""
+    import_torch = "import torch; print(torch.__version__)"
+    probe = subprocess.run(["python3", "-c", import_torch], capture_output=True, text=True)
+    version = probe.stdout.strip()
+    major = re.match(r"(\d+)\.", version)
+    if probe.returncode != 0 or not major or int(major.group(1)) < 2:
+        got = version or (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        sys.exit(f"false_failures.py: python3 on PATH ({shutil.which('python3')}) has no PyTorch 2.x "
+                 f"({got}); put the project's environment first: export PATH=$PWD/.venv/bin:$PATH")
+
+
 def main():
+    require_torch()
     with tempfile.TemporaryDirectory() as tmp:
         jobs = correct_jobs(tmp)
         hangs = [s for s in sorted((ROOT / "bench/hangs").glob("*.yaml"))
