@@ -32,6 +32,7 @@ const std::vector<Prefix>& prefixes() {
       {Tag::Rank, Tag::None, R"((\d{1,5}): )"},                          // srun --label
       {Tag::Rank, Tag::None, R"([A-Za-z][\w.-]*:(\d{1,5})(?::| \|) )"},  // host:RANK: or |
       {Tag::Rank, Tag::None, R"(\[(\d{1,5})\] )"},                       // [N] tags
+      {Tag::Rank, Tag::None, R"([Rr]ank: *(\d{1,6}) \| )"},              // ParlAI's logger
       // Timestamps, alone or opening a logger's header.
       {Tag::PyLevel, Tag::None,
        R"((?:\[[A-Za-z][\w-]*\] )?\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:- |\| )?(?:[\w.]+ (?:- |\| ))?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?(?: - | \| [\w.]+ \| | \| |:? +))?\s*)"},

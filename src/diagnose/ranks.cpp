@@ -9,6 +9,7 @@
 #include "common/text.hpp"
 #include "diagnose/diagnose_steps.hpp"
 #include "diagnose/frames.hpp"
+#include "diagnose/match.hpp"
 
 namespace ddpbisect {
 
@@ -138,6 +139,31 @@ bool ranked_copy(Event& e, const std::vector<Event>& events) {
   return false;
 }
 
+// Under env:// and tcp:// rendezvous only rank 0 starts the store's server (the others are its
+// clients), so a rank's traceback that fails to bind the store's port there is rank 0's.
+bool store_server(const Event& e) {
+  static const RE2 bind(R"(Address already in use|EADDRINUSE|errno: 98\b|failed to listen)");
+  if (e.kind != EventKind::Error || !RE2::PartialMatch(e.message, bind)) return false;
+  return std::any_of(e.frames.begin(), e.frames.end(), [](const Frame& f) {
+    return ends_with(f.file, "torch/distributed/rendezvous.py") &&
+           (f.function == "_env_rendezvous_handler" || f.function == "_tcp_rendezvous_handler" ||
+            f.function == "_create_c10d_store");
+  });
+}
+
+// The device a CUDA out-of-memory message names ("(GPU 5; 31.75 GiB total capacity", "GPU 5 has
+// a total capacity"). Launchers give local rank N device N; a process that sees one GPU only
+// (CUDA_VISIBLE_DEVICES per rank) calls it GPU 0, so only a device above 0 tells the rank.
+std::optional<int> device_local_rank(const Event& e) {
+  static const RE2 device(R"(\(GPU (\d{1,3}); |\bGPU (\d{1,3}) has a total capacity)");
+  if (e.kind != EventKind::Error || e.category != "cuda_oom") return std::nullopt;
+  auto g = captures(e.message, device);
+  if (!g) return std::nullopt;
+  long n = number((*g)[0].empty() ? (*g)[1] : (*g)[0], 0);
+  if (n <= 0) return std::nullopt;
+  return static_cast<int>(n);
+}
+
 void from_origin(Event& e, const Facts& facts) {
   if (e.origin.local_rank)
     if (auto g = global_of_local(*e.origin.local_rank, e.source, facts))
@@ -145,6 +171,8 @@ void from_origin(Event& e, const Facts& facts) {
   if (auto r = rank_of_pid(e.origin.pid, e.source, facts)) return set_rank(e, *r, "process id");
   if (e.kind == EventKind::Error && e.category != "launcher")
     if (auto s = stated_rank(e.message)) return set_rank(e, *s, "message");
+  if (store_server(e))
+    return set_rank(e, 0, "the store's server: only rank 0 binds its port (env:// rendezvous)");
 }
 
 }  // namespace
@@ -194,6 +222,11 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
     else if (auto r = launcher_rank(e, facts, events))
       set_rank(e, *r, "launcher's report");
   }
+  for (auto& e : events)
+    if (!e.origin.rank)
+      if (auto local = device_local_rank(e))
+        if (auto g = global_of_local(*local, e.source, facts))
+          set_rank(e, *g, "the device its out-of-memory message names (one GPU per rank)");
   // A shell's bare "Killed" is its foreground command: rank 0 under launchers that run a rank in
   // the foreground (no launcher agent of its own printed anything).
   for (auto& e : events)

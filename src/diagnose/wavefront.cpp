@@ -203,11 +203,20 @@ std::vector<int> behind(const Facts& facts, std::string* why) {
   std::map<std::string, std::map<int, long long>> reached;
   for (const auto& p : facts.positions) {
     if (p.group != 0 || p.kind == "detail" || p.kind == "stack") continue;
-    std::string kind = p.kind == "watchdog" || p.kind == "enqueued" ? "c10d work" : p.kind;
-    long long n = std::max(p.last_enqueued, p.seq);
-    if (n < 0) continue;
-    auto& r = reached[kind][p.rank];
-    r = std::max(r, n);
+    auto reach = [&](const std::string& kind, long long n) {
+      if (n < 0) return;
+      auto [it, fresh] = reached[kind].emplace(p.rank, n);
+      if (!fresh) it->second = std::max(it->second, n);
+    };
+    // c10d's numbers are compared like with like: the work a watchdog timed out in is only a
+    // lower bound on what that rank enqueued, so a rank whose "last enqueued" line is missing
+    // (cut from the excerpt) is not behind the ranks whose line is there.
+    if (p.kind == "watchdog" || p.kind == "enqueued") {
+      reach("c10d work (timed out in)", p.seq);
+      reach("c10d work (last enqueued)", p.last_enqueued);
+      continue;
+    }
+    reach(p.kind, std::max(p.last_enqueued, p.seq));
   }
   for (const auto& [rank, seq] : facts.heartbeat_seq) reached["heartbeat seq"][rank] = seq;
   // Finished steps: a rank still inside a step the others finished is the one holding them up

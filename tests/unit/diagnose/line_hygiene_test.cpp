@@ -37,6 +37,13 @@ TEST(LineHygiene, RankTagsOfEveryLauncher) {
   EXPECT_EQ(vllm.rank, 5);
   EXPECT_EQ(vllm.pid, 3073);
   EXPECT_EQ(one("(WorkerDict pid=27497, ip=10.0.0.1) hello").pid, 27497);
+  // ParlAI's logger: "rank:  3 | <time> CRITICAL | ".
+  CleanLine parlai =
+      one("rank:  3 | 2022-04-03 18:44:26,615 CRITICAL | Traceback (most recent "
+          "call last):");
+  EXPECT_EQ(parlai.rank, 3);
+  EXPECT_EQ(parlai.level, 'E');
+  EXPECT_EQ(parlai.text, "Traceback (most recent call last):");
   // A Python warning's "file.py:LINE:" is not a host and a rank.
   EXPECT_FALSE(one("train.py:411: UserWarning: deprecated").rank);
   // torchrun's banner entry "[0]:" stands alone: it is not a prefix.
