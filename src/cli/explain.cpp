@@ -16,6 +16,12 @@ namespace {
 void print_root(const Diagnosis& d) {
   const Event& r = d.root;
   std::string unknown = "unknown rank (the logs do not say which";
+  if (!d.rank_candidates.empty()) {
+    std::vector<std::string> named;
+    for (int c : d.rank_candidates) named.push_back("rank " + std::to_string(c));
+    unknown = "unknown rank (" + join(named, " or ") +
+              ": the error names both and nothing says which took the other path";
+  }
   if (d.last_spawned_local_rank)
     unknown += "; the launcher's failed command line has --local_rank=" +
                std::to_string(*d.last_spawned_local_rank) +
@@ -33,6 +39,7 @@ void print_root(const Diagnosis& d) {
   std::cout << "  " << (r.exception.empty() ? "" : r.exception + ": ") << message << "\n";
   if (r.origin.rank && !r.origin.rank_from.empty())
     std::cout << "  (rank from " << r.origin.rank_from << ")\n";
+  if (!d.confidence.empty()) std::cout << "  confidence: " << d.confidence << "\n";
   std::vector<const Frame*> user;
   for (const auto& f : r.frames)
     if (f.user) user.push_back(&f);

@@ -2,9 +2,12 @@
 // explanation steps themselves.
 #include "diagnose/diagnosis.hpp"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/text.hpp"
@@ -18,6 +21,12 @@ namespace {
 
 std::string first_line(const std::string& s) {
   return s.substr(0, s.find('\n'));
+}
+
+std::string join_ints(const std::vector<int>& v, std::string_view sep) {
+  std::vector<std::string> parts;
+  for (int i : v) parts.push_back(std::to_string(i));
+  return join(parts, sep);
 }
 
 std::string summarize(const Event& e) {
@@ -142,6 +151,60 @@ void prefer_odd_rank(Event& root, const std::vector<Event>& candidates, const Fa
       root = e;
       return;
     }
+}
+
+// A collective mismatch that names two ranks ("Rank 2 is running ALLREDUCE …, but Rank 3 is
+// running GATHER") with no majority (fingerprints of more ranks) and no launcher's first observed
+// failure does not say which rank took the other path: the printer is one of the two, not
+// necessarily the odd one. Both are named; the rank stays unknown.
+std::vector<int> mismatch_tie(const Event& root, const Facts& facts) {
+  if (root.category != "collective_mismatch" || root.first_observed) return {};
+  if (!odd_ranks(facts, nullptr).empty()) return {};
+  static const RE2 running(R"(\b[Rr]ank (\d+) is running collective)");
+  std::set<int> named;
+  re2::StringPiece in(root.message);
+  int r = 0;
+  while (RE2::FindAndConsume(&in, running, &r)) named.insert(r);
+  if (named.size() != 2) return {};
+  if (root.origin.rank && !named.count(*root.origin.rank)) return {};
+  return {named.begin(), named.end()};
+}
+
+// How sure the diagnosis is of its root cause, from where its rank and category came from.
+std::string confidence_of(const Diagnosis& d) {
+  const Event& r = d.root;
+  if (!r.origin.rank || !is_primary(r.category) || r.kind == EventKind::Exit ||
+      (r.category == "hang" && r.frames.empty()))
+    return "low";
+  static const std::set<std::string> direct = {
+      "prefix", "file name", "error file", "local rank", "process id", "message", "exit status"};
+  bool whole = !r.exception.empty() || r.category == "hang";
+  return direct.count(r.origin.rank_from) && whole ? "high" : "medium";
+}
+
+std::vector<std::string> evidence_of(const Diagnosis& d) {
+  const Event& r = d.root;
+  std::vector<std::string> out;
+  std::string where = r.source.empty() ? "" : " in " + r.source;
+  if (r.kind == EventKind::Exit)
+    out.push_back("category from the exit status" + where + " (no error text of its own)");
+  else if (!r.excerpt.empty())
+    out.push_back("category " + r.category + " from the line" + where + ": " +
+                  first_line(r.excerpt.front()).substr(0, 200));
+  else
+    out.push_back("category " + r.category + " from" + (where.empty() ? " the logs" : where));
+  if (r.origin.rank)
+    out.push_back("rank " + std::to_string(*r.origin.rank) + " from " +
+                  (r.origin.rank_from.empty() ? "its line" : r.origin.rank_from));
+  else if (!d.rank_candidates.empty())
+    out.push_back("rank unknown: the error names ranks " + join_ints(d.rank_candidates, " and ") +
+                  " and nothing says which diverged");
+  else
+    out.push_back("rank unknown: no prefix, file name, launcher report or echo names it");
+  if (r.first_observed) out.push_back("the launcher named it the first observed failure");
+  if (const Frame* f = best_frame(r))
+    out.push_back("frame " + frame_display(f) + (f->user ? " (the innermost user frame)" : ""));
+  return out;
 }
 
 }  // namespace
@@ -298,6 +361,11 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     if (std::string quoted = quoted_primary(d.root.message); !quoted.empty())
       d.root.category = quoted;
   prefer_odd_rank(d.root, c, ev.facts);
+  d.rank_candidates = mismatch_tie(d.root, ev.facts);
+  if (!d.rank_candidates.empty() && d.root.origin.rank) {
+    d.root.origin.rank.reset();
+    d.root.origin.rank_from.clear();
+  }
   if (!d.root.origin.rank)
     for (const auto& r : ev.facts.reports)
       if (r.ambiguous && r.last_spawned) d.last_spawned_local_rank = r.last_spawned;
@@ -314,6 +382,8 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   std::sort(d.signature.stuck.begin(), d.signature.stuck.end());
   d.ranks = summarize_ranks(c, d.root, world, in, d.root.category == "hang" ? hang : std::nullopt);
   d.explanation = explain_diagnosis(d);
+  d.confidence = confidence_of(d);
+  d.evidence = evidence_of(d);
   return d;
 }
 

@@ -88,7 +88,11 @@ struct Diagnosis {
   // No rank known, but a launch-era launcher's CalledProcessError (or DeepSpeed's line) shows
   // the command of the last process it started: its --local_rank, a hint, not evidence.
   std::optional<int> last_spawned_local_rank;
-  std::string explanation;  // one paragraph for humans
+  // No rank known, but the error names the ranks it could be (a two-rank collective mismatch).
+  std::vector<int> rank_candidates;
+  std::string confidence;             // high, medium, low (docs/categories.md)
+  std::vector<std::string> evidence;  // the lines and rules the verdict rests on
+  std::string explanation;            // one paragraph for humans
   nlohmann::json to_json() const;
 };
 

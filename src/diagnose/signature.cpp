@@ -111,6 +111,9 @@ json Diagnosis::to_json() const {
                  {"excerpt", root.excerpt},
                  {"source", root.source},
                  {"time", root.time >= 0 ? json(root.time) : json(nullptr)}};
+    root_json["confidence"] = confidence;
+    root_json["evidence"] = evidence;
+    if (!rank_candidates.empty()) root_json["rank_candidates"] = rank_candidates;
     if (last_spawned_local_rank)
       root_json["rank_hint"] = {
           {"local_rank", *last_spawned_local_rank},

@@ -414,3 +414,94 @@ TEST(Explain, TorchelasticsJsonErrorRecordIsTheErrorItNames) {
   EXPECT_EQ(d.root.exception, "RendezvousConnectionError");
   EXPECT_FALSE(d.root.origin.rank);
 }
+
+TEST(Hang, AWatchdogsTimedOutWorkIsNotBehindAnotherRanksLastEnqueued) {
+  std::set<int> world = {0, 1, 2};
+  std::vector<Event> timeouts;
+  for (int r : {0, 1, 2}) timeouts.push_back(error(r, "comm_timeout", "", "Watchdog caught"));
+  Facts facts;
+  // All three time out in work 7753; the "last enqueued" lines of ranks 0 and 1 say 7755 and
+  // rank 2's was cut from the excerpt: it only says rank 2 enqueued at least 7753.
+  for (int r : {0, 1, 2}) facts.positions.push_back(position(r, "watchdog", 7753, "ALLREDUCE"));
+  for (int r : {0, 1}) facts.positions.push_back(position(r, "enqueued", 7753, "", 7755));
+  auto v = attribute_hang(timeouts, {}, facts, world, false);
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->culprit);
+  // Rank 2's own counter, when it is there, still puts it behind.
+  facts.positions.push_back(position(2, "enqueued", 7753, "", 7753));
+  v = attribute_hang(timeouts, {}, facts, world, false);
+  ASSERT_TRUE(v && v->culprit);
+  EXPECT_EQ(*v->culprit, 2);
+}
+
+TEST(Ranks, TheStoresServerIsRankZeroUnderEnvRendezvous) {
+  const std::string tb =
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 9, in <module>\n"
+      "    dist.init_process_group(\"nccl\", init_method=\"env://\")\n"
+      "  File \"/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py\", line 400, "
+      "in init_process_group\n"
+      "    store, rank, world_size = next(rendezvous(url))\n"
+      "  File \"/usr/lib/python3/site-packages/torch/distributed/rendezvous.py\", line 143, in "
+      "_env_rendezvous_handler\n"
+      "    store = TCPStore(master_addr, master_port, world_size, start_daemon)\n";
+  Diagnosis d = diagnose_console(tb + "RuntimeError: Address already in use\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.origin.rank, 0);
+  EXPECT_NE(d.root.origin.rank_from.find("store"), std::string::npos);
+  // A client's failure to connect says nothing about which rank it was.
+  d = diagnose_console(tb + "RuntimeError: Connection refused\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_FALSE(d.root.origin.rank);
+}
+
+TEST(Ranks, TheDeviceACudaOutOfMemoryNamesAboveZeroIsItsLocalRank) {
+  auto oom = [](const std::string& gpu) {
+    return diagnose_console(
+        "Traceback (most recent call last):\n"
+        "  File \"train.py\", line 5, in step\n"
+        "    loss.backward()\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.14 GiB (GPU " +
+        gpu + "; 31.75 GiB total capacity; 28.28 GiB already allocated)\n");
+  };
+  Diagnosis d = oom("5");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "cuda_oom");
+  EXPECT_EQ(d.root.origin.rank, 5);
+  EXPECT_EQ(d.confidence, "medium");
+  // GPU 0 is what every rank calls its only visible device: no rank from it.
+  d = oom("0");
+  ASSERT_TRUE(d.failed);
+  EXPECT_FALSE(d.root.origin.rank);
+  EXPECT_EQ(d.confidence, "low");
+}
+
+TEST(Root, ATwoRankMismatchNamesBothRanksAndNeitherIsGuessed) {
+  const std::string mismatch =
+      "[rank2]: RuntimeError: Detected mismatch between collectives on ranks. Rank 2 is running "
+      "collective: CollectiveFingerPrint(SequenceNumber=32, OpType=ALLREDUCE), but Rank 3 is "
+      "running collective: CollectiveFingerPrint(SequenceNumber=0OpType=GATHER).\n";
+  Diagnosis d = diagnose_console(mismatch);
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "collective_mismatch");
+  EXPECT_FALSE(d.root.origin.rank);
+  EXPECT_EQ(d.rank_candidates, (std::vector<int>{2, 3}));
+  EXPECT_EQ(d.confidence, "low");
+  nlohmann::json j = d.to_json();
+  EXPECT_EQ(j["root_cause"]["rank_candidates"], nlohmann::json::array({2, 3}));
+  EXPECT_FALSE(j["root_cause"]["evidence"].empty());
+}
+
+TEST(Root, ACompletePrefixedTracebackIsHighConfidenceWithItsEvidence) {
+  Diagnosis d = diagnose_console(
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank1]:   File \"train.py\", line 7, in step\n"
+      "[rank1]:     x = y\n"
+      "[rank1]: NameError: name 'y' is not defined\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.origin.rank, 1);
+  EXPECT_EQ(d.confidence, "high");
+  ASSERT_GE(d.evidence.size(), 3u);
+  EXPECT_NE(d.evidence[1].find("rank 1 from prefix"), std::string::npos) << d.evidence[1];
+  EXPECT_NE(d.evidence.back().find("train.py"), std::string::npos) << d.evidence.back();
+}
