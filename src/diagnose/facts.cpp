@@ -51,6 +51,7 @@ void Facts::merge(Facts&& o) {
   for (auto& [r, step] : o.heartbeat_step) heartbeat_step[r] = step;
   for (auto& [r, c] : o.calls) calls[r].insert(c.begin(), c.end());
   launcher_seen = launcher_seen || o.launcher_seen;
+  node_tags = node_tags || o.node_tags;
   for (auto& [src, m] : o.local_to_global) local_to_global[src].insert(m.begin(), m.end());
 }
 
@@ -82,6 +83,7 @@ void FactReader::add_position(Position p) {
 void FactReader::line(const CleanLine& l, const Origin& origin, long long order) {
   std::string_view text = l.text;
   if (origin.rank) facts_.ranks_seen.insert(*origin.rank);
+  if (!l.host.empty()) facts_.node_tags = true;
   if (origin.local_rank && facts_.local_seen[source_].size() < 4096)
     facts_.local_seen[source_].insert(*origin.local_rank);
   if (in_banner_ || has(text, "Root Cause (first observed failure)") ||

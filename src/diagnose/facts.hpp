@@ -34,6 +34,7 @@ struct Facts {
   // the rank does as a rule, to tell a call only one rank makes from the one they all make.
   std::map<int, std::set<std::string>> calls;
   bool launcher_seen = false;  // a launcher's own lines are present (torchrun, srun, ...)
+  bool node_tags = false;      // lines carry a node's name ([host:local]:): several nodes, likely
   // Per source file: node-local rank -> global rank, from banners and self-naming lines.
   std::map<std::string, std::map<int, int>> local_to_global;
 

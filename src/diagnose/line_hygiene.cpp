@@ -11,7 +11,7 @@ namespace ddpbisect {
 
 namespace {
 
-enum class Tag { None, Rank, LocalRank, Pid, Level, PyLevel };
+enum class Tag { None, Rank, LocalRank, Pid, Host, Level, PyLevel };
 
 struct Prefix {
   Tag tag;   // what the first capture group says
@@ -22,8 +22,9 @@ struct Prefix {
 // Anchored prefixes seen in front of what a rank printed; the first capture is `tag`.
 const std::vector<Prefix>& prefixes() {
   static const std::vector<Prefix> v = {
-      {Tag::Rank, Tag::None, R"(\[(?:rank)?(\d{1,6})\]: ?)"},     // torch 2.x, [3]:
-      {Tag::LocalRank, Tag::None, R"(\[default(\d{1,6})\]: ?)"},  // torchrun --tee
+      {Tag::Rank, Tag::None, R"(\[(?:rank)?(\d{1,6})\]: ?)"},                // torch 2.x, [3]:
+      {Tag::LocalRank, Tag::None, R"(\[default(\d{1,6})\]: ?)"},             // torchrun --tee
+      {Tag::Host, Tag::LocalRank, R"(\[([A-Za-z][\w.-]*):(\d{1,3})\]: ?)"},  // [host:local]:
       {Tag::Rank, Tag::None, R"(\[\d+,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std(?:out|err)>: ?)"},
       {Tag::Rank, Tag::Pid, R"(\(\w+ rank=(\d+) pid=(\d+)[^)]*\) )"},    // vLLM workers
       {Tag::Pid, Tag::None, R"(\((?:\w+ )?pid=(\d+)[^)]*\) )"},          // Ray workers
@@ -71,6 +72,10 @@ char level_letter(const std::string& level) {
 
 void record(Tag tag, const std::string& value, CleanLine& line) {
   if (tag == Tag::None || value.empty()) return;
+  if (tag == Tag::Host) {
+    line.host = value;
+    return;
+  }
   if (tag == Tag::Level || tag == Tag::PyLevel) {
     line.level = level_letter(value);
     line.python_log = tag == Tag::PyLevel;

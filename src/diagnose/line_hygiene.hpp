@@ -17,6 +17,7 @@ struct CleanLine {
   std::optional<int> rank;        // a global rank tag: [rankN]:, mpirun [1,N], srun "N: ", ...
   std::optional<int> local_rank;  // a node-local tag: [defaultN]: (torchrun --tee)
   long pid = 0;                   // a process tag: Ray's and vLLM's (Worker pid=P)
+  std::string host;               // a node tag: [host:local_rank]:
   char level = 0;                 // a log record's level: 'E', 'W', 'I', 'D'; 0 when not one
   bool python_log = false;        // the record came from Python's logging (not c10's or glog)
   bool weak() const { return level == 'W' || level == 'I' || level == 'D'; }

@@ -192,6 +192,7 @@ class Reader {
   Origin origin_of(const CleanLine& l) const {
     Origin o;
     o.pid = l.pid;
+    o.host = l.host;
     if (l.rank) {
       o.rank = l.rank, o.rank_from = "prefix";
     } else if (l.local_rank) {
@@ -204,7 +205,7 @@ class Reader {
 
   StreamParser& parser(const CleanLine& l, const Origin& origin) {
     std::string key = l.rank         ? "r" + std::to_string(*l.rank)
-                      : l.local_rank ? "l" + std::to_string(*l.local_rank)
+                      : l.local_rank ? "l" + l.host + ":" + std::to_string(*l.local_rank)
                       : l.pid        ? "p" + std::to_string(l.pid)
                                      : "-";
     auto& p = parsers_[key];

@@ -25,7 +25,7 @@ void set_rank(Event& e, int rank, const char* how) {
 }
 
 // A node-local rank through the launcher's map for that file; with no map anywhere, a
-// single-node job's local rank is its rank.
+// single-node job's local rank is its rank (not when lines name their node: several nodes).
 std::optional<int> global_of_local(int local, const std::string& source, const Facts& facts) {
   auto it = facts.local_to_global.find(source);
   if (it != facts.local_to_global.end()) {
@@ -34,7 +34,7 @@ std::optional<int> global_of_local(int local, const std::string& source, const F
     // The map's offset (node_rank * nproc_per_node) applies to every local rank of that node.
     if (!it->second.empty()) return it->second.begin()->second - it->second.begin()->first + local;
   }
-  if (facts.local_to_global.empty()) return local;
+  if (facts.local_to_global.empty() && !facts.node_tags) return local;
   return std::nullopt;
 }
 

@@ -44,6 +44,12 @@ TEST(LineHygiene, RankTagsOfEveryLauncher) {
   EXPECT_EQ(parlai.rank, 3);
   EXPECT_EQ(parlai.level, 'E');
   EXPECT_EQ(parlai.text, "Traceback (most recent call last):");
+  // A node's name and its local rank (accelerate under Slurm): no global rank.
+  CleanLine node = one("[gpu187:1]:torch.cuda.OutOfMemoryError: CUDA out of memory.");
+  EXPECT_EQ(node.host, "gpu187");
+  EXPECT_EQ(node.local_rank, 1);
+  EXPECT_FALSE(node.rank);
+  EXPECT_EQ(node.text, "torch.cuda.OutOfMemoryError: CUDA out of memory.");
   // A Python warning's "file.py:LINE:" is not a host and a rank.
   EXPECT_FALSE(one("train.py:411: UserWarning: deprecated").rank);
   // torchrun's banner entry "[0]:" stands alone: it is not a prefix.

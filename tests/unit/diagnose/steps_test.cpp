@@ -469,6 +469,15 @@ TEST(Ranks, TheDeviceACudaOutOfMemoryNamesAboveZeroIsItsLocalRank) {
   EXPECT_EQ(d.root.category, "cuda_oom");
   EXPECT_EQ(d.root.origin.rank, 5);
   EXPECT_EQ(d.confidence, "medium");
+  // Lines that name their node come from several nodes: a local rank is no global rank.
+  d = diagnose_console(
+      "[gpu187:1]:Traceback (most recent call last):\n"
+      "[gpu187:1]:  File \"train.py\", line 5, in step\n"
+      "[gpu187:1]:torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB "
+      "(GPU 1; 79.35 GiB total capacity)\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_FALSE(d.root.origin.rank);
+  EXPECT_EQ(d.root.exception, "torch.cuda.OutOfMemoryError");
   // GPU 0 is what every rank calls its only visible device: no rank from it.
   d = oom("0");
   ASSERT_TRUE(d.failed);
