@@ -15,8 +15,8 @@ namespace ddpbisect {
 const std::vector<Category>& categories() {
   static const std::vector<Category> table = {
       {"infra", false,
-       R"((?i)address already in use|EADDRINUSE|failed to listen on any local network address|The client socket has failed to connect to|while trying to connect to|Name or service not known|^ddpbisect-isolate: cannot run )",
-       "", "could not run fairly: port in use, master unreachable, program missing"},
+       R"((?i)address already in use|EADDRINUSE|failed to listen on any local network address|The client socket has failed to connect to|while trying to connect to|Name or service not known|^ddpbisect-isolate: cannot run |srun: error: Node failure on|DUE TO NODE FAILURE)",
+       "", "could not run fairly: port in use, master unreachable, program missing, a node failed"},
       {"collective_mismatch", true,
        R"(op\.preamble\.length <= op\.nbytes|Detected mismatch between collectives on ranks|distributed collective mismatch|Error when verifying shape tensors for collective|Cannot apply desired operation due to shape mismatches)",
        "TORCH_DISTRIBUTED_DEBUG=DETAIL", "ranks ran different collectives (Gloo enforce, DETAIL)"},

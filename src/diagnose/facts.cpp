@@ -86,8 +86,12 @@ void FactReader::line(const CleanLine& l, const Origin& origin, long long order)
   if (!l.host.empty()) facts_.node_tags = true;
   if (origin.local_rank && facts_.local_seen[source_].size() < 4096)
     facts_.local_seen[source_].insert(*origin.local_rank);
+  // A banner entry's "rank : N (local_rank: M)" line starts one too: posts often keep only the
+  // root cause's entry.
+  static const RE2 entry_rank(R"(^rank\s+: \d+ \(local_rank: \d+\)$)");
   if (in_banner_ || has(text, "Root Cause (first observed failure)") ||
-      (ends_with(trim(text), " FAILED") && text.size() < 200) || trim(text) == "Failures:") {
+      (ends_with(trim(text), " FAILED") && text.size() < 200) || trim(text) == "Failures:" ||
+      RE2::FullMatch(piece(trim(text)), entry_rank)) {
     banner_line(text, order);
     return;
   }
@@ -133,6 +137,12 @@ void FactReader::banner_line(std::string_view text, long long order) {
     entry_.text = "torchrun: ";
     entry_open_ = true;
   } else if (auto g = captures(t, rank)) {
+    if (!entry_open_) {  // an entry whose "[N]:" line the excerpt lost
+      entry_ = ProcessReport();
+      entry_.root_cause = banner_root_;
+      entry_.text = "torchrun: ";
+      entry_open_ = true;
+    }
     int r = static_cast<int>(number((*g)[0]));
     entry_.origin.rank = r;
     if (long long lr = number((*g)[1]); lr >= 0) {
@@ -204,6 +214,12 @@ const std::vector<std::unique_ptr<LauncherForm>>& launcher_forms() {
         [](const Groups& g, ProcessReport& r) {
           r.origin.pid = number(g[0]), r.sent = true;
           r.signal = g[1].empty() ? 9 : signal_number(g[1]);
+        });
+    // torch 1.9's elastic agent when a worker left no error file.
+    add(R"(Child process (\d+) \(local_rank (\d+)\) FAILED \(exitcode (-?\d+)\))",
+        [](const Groups& g, ProcessReport& r) {
+          r.origin.pid = number(g[0]), r.origin.local_rank = number(g[1]),
+          set_exit(r, number(g[2]));
         });
     add(R"(process (\d+) terminated with signal (SIG\w+))",  // mp.spawn
         [](const Groups& g, ProcessReport& r) {

@@ -33,6 +33,8 @@ TEST(Categories, ClassifyByTheFirstRowThatMatches) {
   EXPECT_EQ(classify_exception("torch.distributed.DistNetworkError",
                                "port: 29955, name: EADDRINUSE, message: address already in use"),
             "infra");
+  // Slurm's word for a node that died under the job: not the program's bug.
+  EXPECT_EQ(classify_exception("", "srun: error: Node failure on jean-zay-iam37"), "infra");
   // An echo quoting a primary's words stays an echo.
   EXPECT_EQ(classify_exception("RuntimeError",
                                "NCCL error in: x, remote process exited or there "

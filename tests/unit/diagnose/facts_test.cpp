@@ -80,6 +80,23 @@ TEST(Facts, LaunchersOwnLines) {
   EXPECT_EQ(f.reports[6].origin.rank, 1);
 }
 
+TEST(Facts, ABannerEntryWithoutItsHeaderAndTorch19sNoErrorFileReport) {
+  // A post that kept only the root cause's fields.
+  Facts f = read(
+      "  rank      : 0 (local_rank: 0)\n"
+      "  exitcode  : -11 (pid: 6421)\n"
+      "  traceback : Signal 11 (SIGSEGV) received by PID 6421\n"
+      "======================================================\n"
+      "Child process 2814 (local_rank 1) FAILED (exitcode 1)\n");
+  ASSERT_EQ(f.reports.size(), 2u);
+  EXPECT_EQ(f.reports[0].origin.rank, 0);
+  EXPECT_EQ(f.reports[0].signal, 11);
+  EXPECT_EQ(f.reports[0].origin.pid, 6421);
+  EXPECT_EQ(f.reports[1].origin.local_rank, 1);
+  EXPECT_EQ(f.reports[1].origin.pid, 2814);
+  EXPECT_EQ(f.reports[1].exit_code, 1);
+}
+
 TEST(Facts, WherEachRankWasAmongTheCollectives) {
   Facts f = read(
       "[rank3]:[E1113 04:17:59.230 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective "
