@@ -37,12 +37,17 @@ std::string summarize(const Event& e) {
   return s;
 }
 
+// Ctrl-C: the user stopped the process; never a cause of its own.
+bool interrupted(const Event& e) {
+  return e.exception == "KeyboardInterrupt";
+}
+
 // 0 real primaries, 1 primary fragments, 2 echoes and infrastructure, 3 what the program
 // handled or a warning said, 4 the launchers' own reports.
 int tier(const Event& e) {
   if (e.category == "launcher") return 4;
   if (e.handled || e.weak) return 3;
-  if (!is_primary(e.category)) return 2;
+  if (!is_primary(e.category) || interrupted(e)) return 2;
   // A traceback cut before its exception line says where, not what: a fragment too.
   return e.exception.empty() && (e.frames.empty() || e.message.empty()) ? 1 : 0;
 }
@@ -168,6 +173,18 @@ std::vector<int> mismatch_tie(const Event& root, const Facts& facts) {
   if (named.size() != 2) return {};
   if (root.origin.rank && !named.count(*root.origin.rank)) return {};
   return {named.begin(), named.end()};
+}
+
+// A job the user stopped with Ctrl-C while it waited (in a collective, a join, a select): the
+// wait is what they saw, a hang of a rank the interrupt does not name. Stopped anywhere else, it
+// was no failure at all.
+bool interrupted_while_waiting(const Event& e) {
+  static const RE2 waiting(
+      R"((?i)^_?(wait\w*|join|select|poll|recv\w*|barrier|monitored_barrier|all_?reduce\w*|all_?gather\w*|broadcast\w*|reduce_scatter\w*|synchronize|acquire|_wait_for_tstate_lock|get)$)");
+  size_t depth = 0;
+  for (auto it = e.frames.rbegin(); it != e.frames.rend() && depth < 4; ++it, ++depth)
+    if (RE2::FullMatch(it->function, waiting)) return true;
+  return false;
 }
 
 // How sure the diagnosis is of its root cause, from where its rank and category came from.
@@ -342,6 +359,21 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   if (!root) {
     d.explanation = explain_diagnosis(d);
     return d;
+  }
+  if (interrupted(c[*root]) && in.stop_kind.empty()) {
+    if (!interrupted_while_waiting(c[*root])) {
+      d.explanation = "Stopped by the user (KeyboardInterrupt) while it was working: no failure.";
+      return d;
+    }
+    Event& k = c[*root];
+    const Frame* at = k.frames.empty() ? nullptr : &k.frames.back();
+    k.category = "hang";
+    k.exception.clear();
+    k.origin.rank.reset();
+    k.origin.rank_from.clear();
+    k.message = "stopped by the user (KeyboardInterrupt) while waiting" +
+                (at ? " in " + at->function : std::string()) +
+                ": the job was not making progress; which rank held it up is not in the log";
   }
   d.failed = true;
   d.root = c[*root];

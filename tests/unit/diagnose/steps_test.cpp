@@ -514,3 +514,28 @@ TEST(Root, ACompletePrefixedTracebackIsHighConfidenceWithItsEvidence) {
   EXPECT_NE(d.evidence[1].find("rank 1 from prefix"), std::string::npos) << d.evidence[1];
   EXPECT_NE(d.evidence.back().find("train.py"), std::string::npos) << d.evidence.back();
 }
+
+TEST(Root, CtrlCIsTheUsersStopAHangWhenItWasWaitingAndNeverACause) {
+  auto interrupted = [](const std::string& fn) {
+    return "Traceback (most recent call last):\n"
+           "  File \"train.py\", line 93, in <module>\n"
+           "  File \"/usr/lib/python3.7/multiprocessing/connection.py\", line 920, in " +
+           fn + "\nKeyboardInterrupt\n";
+  };
+  Diagnosis d = diagnose_console(interrupted("wait"));
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "hang");
+  EXPECT_EQ(d.root.exception, "");
+  EXPECT_FALSE(d.root.origin.rank);
+  // Stopped while computing: the user's choice, not a failure.
+  EXPECT_FALSE(diagnose_console(interrupted("forward")).failed);
+  // A rank's real error before the interrupt is the cause.
+  d = diagnose_console(
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank1]:   File \"train.py\", line 7, in step\n"
+      "[rank1]: ValueError: bad shape\n" +
+      interrupted("wait"));
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "ValueError");
+  EXPECT_EQ(d.root.origin.rank, 1);
+}
