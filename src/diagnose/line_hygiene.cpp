@@ -226,7 +226,15 @@ void LineCleaner::one(std::string_view text, std::string_view previous, std::vec
   for (int i = 0; i < 8; ++i)
     if (!strip_known_prefix(text, line) && !strip_learned(text)) break;
   size_t anchor = depth < 8 ? anchor_at(text) : 0;
-  if (anchor > 0 && learn(text, anchor, previous)) {
+  // The previous line is compared from where its own known prefixes end, as this one is (a
+  // timestamp column before a job's tag, on every line).
+  std::string_view prev = previous;
+  if (anchor > 0) {
+    CleanLine ignored;
+    for (int i = 0; i < 8; ++i)
+      if (!strip_known_prefix(prev, ignored)) break;
+  }
+  if (anchor > 0 && learn(text, anchor, prev)) {
     // The text before the anchor was this file's prefix: strip it and read the rest again.
     std::string_view rest = text;
     strip_learned(rest);

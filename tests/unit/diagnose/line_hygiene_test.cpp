@@ -118,6 +118,21 @@ TEST(LineHygiene, APrefixRepeatedOnNeighbouringLinesIsLearned) {
   d.clean("KeyError: Traceback (most recent call last)", "KeyError: 3", out);
   EXPECT_EQ(out[0].text.rfind("KeyError", 0), 0u);
   EXPECT_EQ(prefix_shape("704.7s\t1290\t"), "9.9s\t9\t");
+  // A job's tag behind a timestamp column on both lines (Metaflow): learned after the column.
+  LineCleaner m;
+  out.clear();
+  m.clean(
+      "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] [09c5-a44c] Traceback (most "
+      "recent call last):",
+      "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] [09c5-a44c] main failed", out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].text, "Traceback (most recent call last):");
+  out.clear();
+  m.clean(
+      "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] [09c5-a44c] OSError: [Errno 28] "
+      "No space left on device",
+      "", out);
+  EXPECT_EQ(out[0].text, "OSError: [Errno 28] No space left on device");
 }
 
 TEST(LineHygiene, PipeSeparatedColumnsAndHostRankTags) {
