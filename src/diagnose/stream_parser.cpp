@@ -31,6 +31,9 @@ bool plausible_type(const std::string& type, bool has_message) {
   std::string last = type.substr(type.rfind('.') == std::string::npos ? 0 : type.rfind('.') + 1);
   if (RE2::PartialMatch(last, suffix)) return true;
   if (!has_message || type.find('.') == std::string::npos || last.empty()) return false;
+  // The standard library's lower-case types: socket.gaierror, socket.timeout, struct.error.
+  static const RE2 lower_type(R"([a-z]*(?:error|timeout))");
+  if (RE2::FullMatch(last, lower_type)) return true;
   bool upper = last[0] >= 'A' && last[0] <= 'Z';
   bool lower = std::any_of(last.begin(), last.end(), [](char c) { return c >= 'a' && c <= 'z'; });
   return upper && lower;

@@ -33,6 +33,33 @@ TEST(Categories, ClassifyByTheFirstRowThatMatches) {
   EXPECT_EQ(classify_exception("torch.distributed.DistNetworkError",
                                "port: 29955, name: EADDRINUSE, message: address already in use"),
             "infra");
+  // The CUDA libraries' and other devices' words for the same failures.
+  EXPECT_EQ(classify_exception("RuntimeError", "cuDNN error: CUDNN_STATUS_INTERNAL_ERROR"),
+            "cuda_error");
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when "
+                               "calling `cublasCreate(handle)`"),
+            "cuda_oom");
+  EXPECT_EQ(classify_exception("RuntimeError", "MPS backend out of memory (MPS allocated: 1 GB"),
+            "cuda_oom");
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "NVML_SUCCESS == r INTERNAL ASSERT FAILED at "
+                               "\"../c10/cuda/CUDACachingAllocator.cpp\":1154"),
+            "cuda_error");
+  EXPECT_EQ(classify_exception("OSError", "[Errno 12] Cannot allocate memory"), "host_oom");
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "DataLoader worker (pid 12) is killed by signal: Bus error. It is "
+                               "possible that dataloader's workers are out of shared memory."),
+            "host_oom");
+  // A worker killed by SIGKILL with no memory evidence stays the program's error.
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "DataLoader worker (pid 12) is killed by signal: "
+                               "Killed."),
+            "python_exception");
+  EXPECT_EQ(classify_exception("RuntimeError",
+                               "[pair.cc:799] connect [127.0.1.1]:41241: "
+                               "Connection refused"),
+            "rendezvous");
   // Slurm's word for a node that died under the job: not the program's bug.
   EXPECT_EQ(classify_exception("", "srun: error: Node failure on jean-zay-iam37"), "infra");
   // An echo quoting a primary's words stays an echo.

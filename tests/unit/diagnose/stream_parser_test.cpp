@@ -192,6 +192,10 @@ TEST(StreamParser, ExceptionLinesAndGarbledLines) {
   EXPECT_TRUE(parse_exception_line("mylib.errors.ShardCorrupt: shard 17", type, message));
   EXPECT_EQ(type, "mylib.errors.ShardCorrupt");
   EXPECT_TRUE(parse_exception_line("KeyboardInterrupt", type, message));
+  EXPECT_TRUE(
+      parse_exception_line("socket.gaierror: [Errno -2] Name or service not known", type, message));
+  EXPECT_EQ(type, "socket.gaierror");
+  EXPECT_FALSE(parse_exception_line("loader.iter: 3 of 10", type, message));
   EXPECT_FALSE(parse_exception_line("Epoch: 3/10", type, message));
   EXPECT_FALSE(parse_exception_line("Killed", type, message));
   EXPECT_FALSE(parse_exception_line("INFO: starting", type, message));
