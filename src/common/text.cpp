@@ -28,6 +28,12 @@ std::vector<std::string> split(std::string_view s, char sep) {
   return out;
 }
 
+std::string join(const std::vector<int>& numbers, std::string_view sep) {
+  std::vector<std::string> parts;
+  for (int n : numbers) parts.push_back(std::to_string(n));
+  return join(parts, sep);
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -17,6 +17,7 @@ bool is_csv_header(const std::vector<std::string>& cells);
 // when it cannot be read.
 long long csv_data_rows(const std::string& path);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string join(const std::vector<int>& numbers, std::string_view sep);
 // Replaces every occurrence of `from` (not empty) in `s`, left to right, without rescanning.
 void replace_all(std::string& s, std::string_view from, std::string_view to);
 bool starts_with(std::string_view s, std::string_view prefix);

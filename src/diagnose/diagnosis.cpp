@@ -23,12 +23,6 @@ std::string first_line(const std::string& s) {
   return s.substr(0, s.find('\n'));
 }
 
-std::string join_ints(const std::vector<int>& v, std::string_view sep) {
-  std::vector<std::string> parts;
-  for (int i : v) parts.push_back(std::to_string(i));
-  return join(parts, sep);
-}
-
 std::string summarize(const Event& e) {
   std::string s = e.exception.empty() ? e.category : e.exception;
   std::string msg = first_line(e.message);
@@ -110,9 +104,8 @@ Event hang_event(const HangVerdict& v, const DiagnosisInput& in, const std::stri
   if (in.stop_kind == "hang" && in.hang_threshold_s > 0)
     m << " (no progress for " << std::lround(in.hang_threshold_s) << " s)";
   if (!v.waiting.empty()) {
-    std::vector<std::string> w;
-    for (int r : v.waiting) w.push_back(std::to_string(r));
-    m << "; rank" << (w.size() > 1 ? "s " : " ") << join(w, ", ") << " waited for it";
+    m << "; rank" << (v.waiting.size() > 1 ? "s " : " ") << join(v.waiting, ", ")
+      << " waited for it";
   }
   h.message = m.str();
   return h;
@@ -214,7 +207,7 @@ std::vector<std::string> evidence_of(const Diagnosis& d) {
     out.push_back("rank " + std::to_string(*r.origin.rank) + " from " +
                   (r.origin.rank_from.empty() ? "its line" : r.origin.rank_from));
   else if (!d.rank_candidates.empty())
-    out.push_back("rank unknown: the error names ranks " + join_ints(d.rank_candidates, " and ") +
+    out.push_back("rank unknown: the error names ranks " + join(d.rank_candidates, " and ") +
                   " and nothing says which diverged");
   else
     out.push_back("rank unknown: no prefix, file name, launcher report or echo names it");

@@ -91,7 +91,7 @@ void FactReader::line(const CleanLine& l, const Origin& origin, long long order)
   static const RE2 entry_rank(R"(^rank\s+: \d+ \(local_rank: \d+\)$)");
   if (in_banner_ || has(text, "Root Cause (first observed failure)") ||
       (ends_with(trim(text), " FAILED") && text.size() < 200) || trim(text) == "Failures:" ||
-      RE2::FullMatch(piece(trim(text)), entry_rank)) {
+      (starts_with(trim(text), "rank") && RE2::FullMatch(piece(trim(text)), entry_rank))) {
     banner_line(text, order);
     return;
   }
@@ -116,6 +116,12 @@ void FactReader::banner_line(std::string_view text, long long order) {
     if (entry_open_) add_report(entry_, order);
     entry_open_ = false;
   };
+  auto open_entry = [&] {
+    entry_ = ProcessReport();
+    entry_.root_cause = banner_root_;
+    entry_.text = "torchrun: ";
+    entry_open_ = true;
+  };
   if (!in_banner_) {
     in_banner_ = true;
     entry_ = ProcessReport();
@@ -132,17 +138,9 @@ void FactReader::banner_line(std::string_view text, long long order) {
   static const RE2 signal(R"(Signal (\d+) \((SIG\w+)\) received by PID)");
   if (RE2::FullMatch(piece(t), entry)) {
     close_entry();
-    entry_ = ProcessReport();
-    entry_.root_cause = banner_root_;
-    entry_.text = "torchrun: ";
-    entry_open_ = true;
+    open_entry();
   } else if (auto g = captures(t, rank)) {
-    if (!entry_open_) {  // an entry whose "[N]:" line the excerpt lost
-      entry_ = ProcessReport();
-      entry_.root_cause = banner_root_;
-      entry_.text = "torchrun: ";
-      entry_open_ = true;
-    }
+    if (!entry_open_) open_entry();  // an entry whose "[N]:" line the excerpt lost
     int r = static_cast<int>(number((*g)[0]));
     entry_.origin.rank = r;
     if (long long lr = number((*g)[1]); lr >= 0) {

@@ -19,12 +19,6 @@ namespace ddpbisect {
 
 namespace {
 
-std::string join_ranks(const std::vector<int>& ranks) {
-  std::vector<std::string> s;
-  for (int r : ranks) s.push_back(std::to_string(r));
-  return join(s, ", ");
-}
-
 // The collective a stack is in: the innermost collective call, as an op name; "" when none.
 std::string stack_op(const std::vector<Frame>& frames) {
   static const RE2 collective(
@@ -177,7 +171,7 @@ std::vector<int> odd_ranks(const Facts& facts, std::string* why) {
       for (const auto& [op, ranks] : ops) {
         std::vector<int> sorted = ranks;
         std::sort(sorted.begin(), sorted.end());
-        parts.push_back(op + " on rank" + (sorted.size() > 1 ? "s " : " ") + join_ranks(sorted));
+        parts.push_back(op + " on rank" + (sorted.size() > 1 ? "s " : " ") + join(sorted, ", "));
       }
       *why = "collective " + std::to_string(seq) + " is " + join(parts, " but ");
       if (rare) {
@@ -308,7 +302,7 @@ std::optional<HangVerdict> attribute_hang(const std::vector<Event>& candidates,
     if (!silent.empty() && silent.size() < waiting.size()) {
       culprits = silent;
       why = "its watchdog never fired while ranks " +
-            join_ranks(std::vector<int>(waiting.begin(), waiting.end())) + " timed out waiting";
+            join(std::vector<int>(waiting.begin(), waiting.end()), ", ") + " timed out waiting";
     }
   }
   if (culprits.empty()) {

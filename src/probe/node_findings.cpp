@@ -36,9 +36,7 @@ std::string gib(double bytes) {
 }
 
 std::string node_list(const std::vector<int>& nodes) {
-  std::vector<std::string> parts;
-  for (int n : nodes) parts.push_back(std::to_string(n));
-  return (nodes.size() == 1 ? "node " : "nodes ") + join(parts, ", ");
+  return (nodes.size() == 1 ? "node " : "nodes ") + join(nodes, ", ");
 }
 
 // One value per node; the value most nodes share (node 0's on a tie) is the reference, and
