@@ -58,4 +58,5 @@ for m in ("numpy", "accelerate", "lightning"):
     importlib.import_module(m)
 PY
 command -v "$venv/bin/py-spy" >/dev/null
+command -v "$venv/bin/deepspeed" >/dev/null
 echo "$want" >"$venv/.ddpbisect-requirements"

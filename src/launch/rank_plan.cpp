@@ -34,6 +34,14 @@ std::map<std::string, std::string> placeholder_values(const Spec& spec, const Tr
   return v;
 }
 
+std::vector<std::string> command_argv(const CommandWorkload& c) {
+  auto ds = parse_deepspeed(c.argv);
+  if (!ds) return c.argv;
+  const char* path = std::getenv("PATH");
+  return deepspeed_rank_argv(
+      *ds, deepspeed_python(*ds, c.env.count("PATH") ? c.env.at("PATH") : (path ? path : "")));
+}
+
 namespace {
 // {rank}, {local_rank} and {node_rank} in a plain command: each rank's own argv (a launch-era
 // script that reads --local_rank runs without its launcher). torchrun's own spelling,
@@ -147,7 +155,8 @@ ProcessSpec warm_server_process(const Spec& spec) {
   }
   std::vector<std::string> argv;
   if (spec.command)
-    for (const auto& a : spec.command->argv) argv.push_back(substitute_placeholders(a, values));
+    for (const auto& a : command_argv(*spec.command))
+      argv.push_back(substitute_placeholders(a, values));
   return {argv, env, spec.command ? spec.command->cwd : ""};
 }
 
@@ -159,12 +168,15 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
   if (spec.builtin) {
     argv = {worker_path(), "--config", place.config_path};
   } else {
-    for (const auto& a : spec.command->argv) argv.push_back(substitute_placeholders(a, values));
+    for (const auto& a : command_argv(*spec.command))
+      argv.push_back(substitute_placeholders(a, values));
     cwd = spec.command->cwd;
   }
   const auto base = trial_env(spec, config, place, values);
   const bool warm = spec.command && !place.warm_socket.empty() && warm_startable(argv);
-  std::vector<std::string> command = spec.command ? spec.command->argv : argv;
+  std::vector<std::string> command = spec.command ? command_argv(*spec.command) : argv;
+  // deepspeed's launch.py gives its ranks fewer variables than torchrun, and three of its own.
+  const bool deepspeed = spec.command && parse_deepspeed(spec.command->argv);
   if (spec.command)
     if (auto launcher = parse_torchrun(argv)) {
       auto single =
@@ -213,15 +225,21 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
     contract("RANK", std::to_string(rank));
     contract("LOCAL_RANK", std::to_string(slot.local_rank));
     contract("WORLD_SIZE", std::to_string(world));
-    contract("LOCAL_WORLD_SIZE", std::to_string(ppn));
-    contract("GROUP_RANK", std::to_string(slot.node));
-    contract("NODE_RANK", std::to_string(slot.node));
-    contract("GROUP_WORLD_SIZE", std::to_string(config.nodes));
-    contract("ROLE_RANK", std::to_string(rank));
-    contract("ROLE_WORLD_SIZE", std::to_string(world));
     contract("MASTER_ADDR", place.master_addr);
     contract("MASTER_PORT", std::to_string(place.master_port));
-    contract("TORCHELASTIC_RUN_ID", "ddpbisect-" + place.token.substr(0, 8));
+    if (deepspeed) {
+      contract("CROSS_RANK", std::to_string(slot.node));
+      contract("CROSS_SIZE", std::to_string(config.nodes));
+      contract("LOCAL_SIZE", std::to_string(ppn));
+    } else {
+      contract("LOCAL_WORLD_SIZE", std::to_string(ppn));
+      contract("GROUP_RANK", std::to_string(slot.node));
+      contract("NODE_RANK", std::to_string(slot.node));
+      contract("GROUP_WORLD_SIZE", std::to_string(config.nodes));
+      contract("ROLE_RANK", std::to_string(rank));
+      contract("ROLE_WORLD_SIZE", std::to_string(world));
+      contract("TORCHELASTIC_RUN_ID", "ddpbisect-" + place.token.substr(0, 8));
+    }
     slot.process = {argv_of(rank, slot.local_rank, slot.node), env, cwd};
     out.push_back(std::move(slot));
   }

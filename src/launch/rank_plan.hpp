@@ -30,6 +30,10 @@ std::vector<RankSlot> plan_ranks(const Spec& spec, const TrialConfig& config,
 // argv is the command's (WarmServer::start replaces all but argv[0]).
 ProcessSpec warm_server_process(const Spec& spec);
 
+// The command each rank (or agent) starts, placeholders unfilled: the workload's argv, except
+// that a deepspeed form (launch/torchrun.hpp) is its ranks' own command, as its launch.py runs it.
+std::vector<std::string> command_argv(const CommandWorkload& c);
+
 // DDPBISECT_PARAM_<NAME>: the variable that carries param NAME to a rank.
 std::string param_variable(const std::string& name);
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "common/text.hpp"
 
@@ -50,6 +51,10 @@ bool is_flag(LaunchForm form, const std::string& opt) {
                        "--downcast-bf16",
                        "--fp8-use-autocast-during-eval",
                        "--debug"});
+  if (form == LaunchForm::deepspeed)  // deepspeed's runner's store_true options
+    return among(
+        opt, {"-h", "--help", "-q", "--quiet", "--module", "--no-python", "--no-local-rank",
+              "--no-ssh", "--no-ssh-check", "--force-multi", "--save-pid", "--bind-cores-to-rank"});
   return among(opt, {"--standalone", "-m", "--module", "--no-python", "--run-path",
                      "--virtual-local-rank", "--use-env", "-h", "--help"});
 }
@@ -61,6 +66,10 @@ bool is_ours(LaunchForm form, const std::string& opt) {
                  {"--multi-gpu", "--num-processes", "--num-machines", "--machine-rank",
                   "--main-process-ip", "--main-process-port", "--same-network", "--rdzv-backend",
                   "--rdzv-conf", "--max-restarts", "--log-dir", "--tee", "-t"});
+  // deepspeed: ddpbisect is its launch.py, so every runner option but those that shape a
+  // rank's command line is replaced (hosts, slots, ports, ssh, core binding, its logs).
+  if (form == LaunchForm::deepspeed)
+    return !among(opt, {"--module", "--no-python", "--no-local-rank"});
   return among(opt, {"--nnodes", "--nproc-per-node", "--rdzv-backend", "--rdzv-endpoint",
                      "--rdzv-id", "--standalone", "--max-restarts", "--log-dir", "--redirects",
                      "-r", "--tee", "-t", "--node-rank", "--master-addr", "--master-port",
@@ -72,6 +81,7 @@ std::optional<std::pair<LaunchForm, size_t>> launcher_words(const std::vector<st
   const std::string exe = std::filesystem::path(argv[0]).filename().string();
   if (exe == "torchrun") return std::make_pair(LaunchForm::torchrun, size_t{1});
   if (exe == "accelerate-launch") return std::make_pair(LaunchForm::accelerate, size_t{1});
+  if (exe == "deepspeed" || exe == "ds") return std::make_pair(LaunchForm::deepspeed, size_t{1});
   if (exe == "accelerate")
     return argv.size() > 1 && argv[1] == "launch"
                ? std::optional(std::make_pair(LaunchForm::accelerate, size_t{2}))
@@ -87,6 +97,7 @@ std::optional<std::pair<LaunchForm, size_t>> launcher_words(const std::vector<st
   if (module == "torch.distributed.launch")
     return std::make_pair(LaunchForm::distributed_launch, m + 2);
   if (module == "accelerate.commands.launch") return std::make_pair(LaunchForm::accelerate, m + 2);
+  if (module == "deepspeed.launcher.runner") return std::make_pair(LaunchForm::deepspeed, m + 2);
   return std::nullopt;
 }
 
@@ -104,7 +115,10 @@ const char* launch_form_name(LaunchForm form) {
 
 const char* const kAgentPrefixTemplate = "[ddpbisect rank=${rank} local=${local_rank}]:";
 
-std::optional<TorchrunCommand> parse_torchrun(const std::vector<std::string>& argv) {
+namespace {
+
+// Any form's launcher words, options (the user's and those ddpbisect replaces) and program.
+std::optional<TorchrunCommand> parse_form(const std::vector<std::string>& argv) {
   if (argv.empty()) return std::nullopt;
   auto found = launcher_words(argv);
   if (!found) return std::nullopt;
@@ -126,6 +140,65 @@ std::optional<TorchrunCommand> parse_torchrun(const std::vector<std::string>& ar
   if (i < argv.size() && argv[i] == "--") ++i;
   cmd.program.assign(argv.begin() + static_cast<long>(i), argv.end());
   return cmd;
+}
+
+bool has_option(const TorchrunCommand& cmd, const char* opt) {
+  for (const auto& o : cmd.options)
+    if (canonical(o) == opt) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<TorchrunCommand> parse_torchrun(const std::vector<std::string>& argv) {
+  auto cmd = parse_form(argv);
+  if (cmd && cmd->form == LaunchForm::deepspeed) return std::nullopt;
+  return cmd;
+}
+
+std::optional<TorchrunCommand> parse_deepspeed(const std::vector<std::string>& argv) {
+  auto cmd = parse_form(argv);
+  if (cmd && cmd->form != LaunchForm::deepspeed) return std::nullopt;
+  return cmd;
+}
+
+std::vector<std::string> deepspeed_rank_argv(const TorchrunCommand& cmd,
+                                             const std::string& python) {
+  if (cmd.program.empty()) return cmd.launcher;  // no script: the runner's own usage error
+  std::vector<std::string> argv;
+  const bool no_python = has_option(cmd, "--no-python");
+  if (!no_python) argv = {python, "-u"};
+  if (!no_python && has_option(cmd, "--module")) argv.push_back("-m");
+  argv.push_back(cmd.program[0]);
+  if (!has_option(cmd, "--no-local-rank")) argv.push_back("--local_rank={local_rank}");
+  argv.insert(argv.end(), cmd.program.begin() + 1, cmd.program.end());
+  return argv;
+}
+
+std::string deepspeed_python(const TorchrunCommand& cmd, const std::string& path) {
+  if (cmd.launcher.size() > 1) return cmd.launcher[0];  // python -m deepspeed.launcher.runner
+  std::string exe = cmd.launcher[0];
+  if (exe.find('/') == std::string::npos)
+    for (const auto& dir : split(path, ':')) {
+      std::error_code ec;
+      const auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / exe;
+      if (std::filesystem::is_regular_file(candidate, ec)) {
+        exe = candidate.string();
+        break;
+      }
+    }
+  std::ifstream in(exe);
+  std::string line;
+  if (!in || !std::getline(in, line) || !starts_with(line, "#!")) return "python3";
+  std::vector<std::string> words;
+  for (const auto& w : split(trim(line.substr(2)), ' '))
+    if (!w.empty()) words.push_back(w);
+  size_t i = 0;
+  if (!words.empty() && std::filesystem::path(words[0]).filename() == "env") {
+    ++i;
+    while (i < words.size() && starts_with(words[i], "-")) ++i;  // env -S
+  }
+  return i < words.size() ? words[i] : "python3";
 }
 
 std::vector<std::string> agent_argv(const TorchrunCommand& cmd, const AgentPlace& p) {

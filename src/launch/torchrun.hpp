@@ -51,6 +51,17 @@ struct AgentPlace {
 // The argv of one node's agent.
 std::vector<std::string> agent_argv(const TorchrunCommand& cmd, const AgentPlace& place);
 
+// deepspeed's runner (`deepspeed …`, `ds …`, `python -m deepspeed.launcher.runner …`): not an
+// agent form. ddpbisect starts the ranks itself as deepspeed's launch.py does, each a plain
+// process; nullopt for any other command (parse_torchrun is nullopt for this one).
+std::optional<TorchrunCommand> parse_deepspeed(const std::vector<std::string>& argv);
+// One rank's command as launch.py builds it: `python -u [-m] SCRIPT --local_rank={local_rank}
+// ARGS…` (the placeholder filled per rank; --no_python, --module and --no_local_rank honoured).
+std::vector<std::string> deepspeed_rank_argv(const TorchrunCommand& cmd, const std::string& python);
+// The interpreter launch.py would use: the runner's own (`python -m …`'s, or the `deepspeed`
+// script's #! line, found on `path`); "python3" when it cannot be read.
+std::string deepspeed_python(const TorchrunCommand& cmd, const std::string& path);
+
 // A form that does not start torchrun for one rank (accelerate: `--multi_gpu` wants 2 or more
 // processes) runs that rank as a plain process of this argv; nullopt: the agents' argv as always.
 std::optional<std::vector<std::string>> single_rank_argv(const TorchrunCommand& cmd);

@@ -13,6 +13,7 @@
 
 #include "common/text.hpp"
 #include "launch/process.hpp"
+#include "launch/rank_plan.hpp"
 #include "launch/rank_set.hpp"
 #include "launch/torchrun.hpp"
 
@@ -22,7 +23,7 @@ namespace ddpbisect {
 
 bool python_ranks(const Spec& spec) {
   if (!spec.command || spec.command->argv.empty()) return false;
-  const auto& argv = spec.command->argv;
+  const auto argv = command_argv(*spec.command);  // a deepspeed form's: its ranks'
   if (auto torchrun = parse_torchrun(argv)) {
     for (const auto& o : torchrun->options)
       if (o == "--no-python" || o == "--no_python")

@@ -89,7 +89,9 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
       "# " +
       plural(m.world_size(), "rank") + " on this machine (" + plural(m.nodes, "node") + " of " +
       std::to_string(m.procs_per_node) +
-      "), with torchrun's environment contract. Run it from any folder;\n"
+      (spec.command && parse_deepspeed(spec.command->argv)
+           ? "), each rank as deepspeed's launch.py starts it. Run it from any folder;\n"
+           : "), with torchrun's environment contract. Run it from any folder;\n") +
       "# it needs bash, coreutils and grep" +
       (spec.builtin ? ", and ddpbisect-worker (DDPBISECT_WORKER, PATH, or the build it came from)"
                     : "") +
@@ -117,7 +119,15 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
   const bool self_spawning = spec.command && !spec.command->world_size_param.empty();
   s += "export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + RANDOM "
        "% 20000))}\n";
-  if (!self_spawning)
+  // deepspeed's launch.py: its own three variables, none of torchrun's others.
+  const bool deepspeed = spec.command && parse_deepspeed(spec.command->argv);
+  if (deepspeed)
+    s += "LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
+         "  # not exported: the loop's arithmetic\n"
+         "export WORLD_SIZE=" +
+         std::to_string(m.world_size()) + " CROSS_SIZE=" + std::to_string(m.nodes) +
+         " LOCAL_SIZE=" + std::to_string(m.procs_per_node) + "\n";
+  else if (!self_spawning)
     s += "export WORLD_SIZE=" + std::to_string(m.world_size()) +
          " LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
          " GROUP_WORLD_SIZE=" + std::to_string(m.nodes) +
@@ -178,7 +188,7 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
     if (!launcher_form)
       for (const auto& [k, shell] : per_rank) values.emplace(k, "\1" + k + "\1");
     std::vector<std::string> words;
-    for (const std::string& a : c.argv)
+    for (const std::string& a : command_argv(c))  // a deepspeed form's: its ranks' command
       words.push_back(
           substitute_placeholders(launcher_form ? a : rank_placeholders_unified(a), values));
     if (auto launcher = parse_torchrun(words)) {
@@ -222,6 +232,8 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
       "pids=()\n"
       "for ((rank = 0; rank < procs; rank++)); do\n" +
       std::string(self_spawning ? "  "
+                  : deepspeed   ? "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) "
+                                  "CROSS_RANK=$((rank / LOCAL_WORLD_SIZE)) "
                                 : "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) "
                                   "NODE_RANK=$((rank / LOCAL_WORLD_SIZE)) \\\n"
                                   "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) ROLE_RANK=$rank ") +

@@ -5,9 +5,11 @@
 # with `--local_rank {local_rank}`: each reduced to 2 ranks and epochs=2, rank 1's NameError, with
 # exactly as many rank processes run as each trial reports; then the printed repro (`check
 # repro.yaml --expect fail`, and run.sh) reproduces it. Nothing is left behind.
-# Usage: launch_forms.sh DDPBISECT [FORM...]   (FORM: launch, plain, accelerate, spawn; the first
+# Usage: launch_forms.sh DDPBISECT [FORM...]   (FORM: launch, plain, accelerate, deepspeed, spawn; the first
 # two by default). accelerate: the same bug in an Accelerate script under `accelerate launch
 # --multi_gpu --num_processes 2`, whose one-rank trials are accelerate's own one-process start.
+# deepspeed: the launch-era script under `deepspeed --num_gpus 2`, its ranks started as
+# deepspeed's launch.py starts them (plain processes, --local_rank=N).
 # spawn: in a script that starts its own ranks with mp.spawn (workload.world_size_param), one
 # process a trial, whose rank count is counted from the agent's trace files.
 set -u
@@ -35,6 +37,12 @@ if [[ ${forms[0]} == spawn ]]; then
   prog=$here/programs/spawn_bug.py
   spec spawn "[python3, $prog, --nprocs, \"{nprocs}\", --epochs, \"{epochs}\"]"
   sed -i 's/^  params: {epochs: 3}$/  params: {epochs: 3}\n  world_size_param: nprocs/' "$tmp/spawn.yaml"
+elif [[ ${forms[0]} == deepspeed ]]; then
+  # deepspeed: the launch-era script under the runner, whose ranks ddpbisect starts as its
+  # launch.py does (each a plain process given --local_rank=N).
+  prog=$here/programs/launch_era_bug.py
+  command -v deepspeed >/dev/null || skip "no deepspeed on PATH"
+  spec deepspeed "[deepspeed, --num_gpus, \"2\", --master_port, \"29555\", $prog, --epochs, \"{epochs}\"]"
 elif [[ ${forms[0]} == accelerate ]]; then
   prog=$here/programs/accelerate_bug.py
   command -v accelerate >/dev/null && python3 -c 'import accelerate' 2>/dev/null ||
@@ -76,7 +84,7 @@ for f in glob.glob(out + "/trials/*/outcome.json"):
 ' "$tmp/$form" "$script" && ok || bad "$form: not reduced to 2 ranks, epochs=2 and rank 1's NameError"
   # The launch form's trials: one launcher a node, which started exactly the stage's ranks.
   # (accelerate's one-rank trials are its own one-process start: no agent.)
-  if [[ $form != plain && $form != spawn ]]; then
+  if [[ $form != plain && $form != spawn && $form != deepspeed ]]; then
     py '
 import glob, json, sys
 for f in glob.glob(sys.argv[1] + "/trials/*/outcome.json"):

@@ -88,7 +88,8 @@ def _same_python(argv0, env):
 # debug rerun's variables) makes the rank start cold.
 _PER_RANK = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
              "NODE_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR",
-             "MASTER_PORT", "TORCHELASTIC_RUN_ID")
+             "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+             "CROSS_RANK", "CROSS_SIZE", "LOCAL_SIZE")  # deepspeed's launch.py's own
 
 
 # Read when a process group or communicator is made, not at import: a debug rerun's variables.

@@ -158,3 +158,32 @@ stages: [{name: two, nodes: 1, procs_per_node: 2}]
   ASSERT_EQ(agents.size(), 1u);
   EXPECT_EQ(agents[0].process.argv.back(), "--local_rank=${local_rank}");
 }
+
+// A deepspeed command: one plain process per rank, as deepspeed's launch.py starts it, with its
+// variables and not torchrun's others.
+TEST(RankPlan, DeepspeedRanksAreStartedAsItsLaunchPyDoes) {
+  auto r = load_spec_text(R"(workload:
+  command: [python3, -m, deepspeed.launcher.runner, --num_gpus, "8", train.py, "--e={epochs}"]
+  params: {epochs: 3}
+  preload: none
+stages: [{name: two, nodes: 2, procs_per_node: 2}]
+)",
+                          "/tmp/x.yaml");
+  ASSERT_TRUE(r.spec) << (r.errors.empty() ? "" : r.errors[0].to_string());
+  TrialPlace place{"/tmp/trial", "/tmp/trial/config.json", "127.0.0.1", 29511, "tok", {}, ""};
+  auto slots = plan_ranks(*r.spec, initial_config(*r.spec, r.spec->stages[0]), place);
+  ASSERT_EQ(slots.size(), 4u);
+  const auto& argv = slots[3].process.argv;
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 5, argv.end()),
+            (std::vector<std::string>{"python3", "-u", "train.py", "--local_rank=1", "--e=3"}));
+  const auto& env = slots[3].process.env;
+  EXPECT_EQ(env.at("RANK"), "3");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(env.at("CROSS_RANK"), "1");
+  EXPECT_EQ(env.at("CROSS_SIZE"), "2");
+  EXPECT_EQ(env.at("LOCAL_SIZE"), "2");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29511");
+  EXPECT_FALSE(env.count("TORCHELASTIC_RUN_ID"));
+  EXPECT_FALSE(env.count("LOCAL_WORLD_SIZE"));
+}

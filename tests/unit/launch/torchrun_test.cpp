@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 using namespace ddpbisect;
 
 using V = std::vector<std::string>;
@@ -142,4 +145,55 @@ TEST(Torchrun, SplitsTheAgentsLinePrefixes) {
   EXPECT_EQ(agent.local_rank, -1);
   EXPECT_EQ(split_agent_line("[ddpbisect rank=1 local=]:x").local_rank, -1);
   EXPECT_EQ(split_agent_line("[default]:x").local_rank, -1);
+}
+
+// deepspeed's runner is no agent form: its ranks are started as its launch.py starts them,
+// every runner option replaced but the three that shape a rank's command line.
+TEST(Torchrun, DeepspeedRanksAreLaunchPysCommands) {
+  const V argv = {"deepspeed",  "--num_gpus",
+                  "2",          "--num_nodes=1",
+                  "--hostfile", "/h",
+                  "--no_ssh",   "--master_port",
+                  "29600",      "--bind_cores_to_rank",
+                  "train.py",   "--deepspeed_config",
+                  "ds.json",    "--num_gpus",
+                  "9"};
+  EXPECT_FALSE(parse_torchrun(argv));
+  auto cmd = parse_deepspeed(argv);
+  ASSERT_TRUE(cmd);
+  EXPECT_EQ(cmd->form, LaunchForm::deepspeed);
+  EXPECT_EQ(cmd->options, V{});
+  EXPECT_EQ(cmd->dropped, V({"--num_gpus", "2", "--num_nodes=1", "--hostfile", "/h", "--no_ssh",
+                             "--master_port", "29600", "--bind_cores_to_rank"}));
+  // The script's own --num_gpus is its argument, not the runner's.
+  EXPECT_EQ(deepspeed_rank_argv(*cmd, "/venv/bin/python3"),
+            V({"/venv/bin/python3", "-u", "train.py", "--local_rank={local_rank}",
+               "--deepspeed_config", "ds.json", "--num_gpus", "9"}));
+  auto module = parse_deepspeed({"python3", "-m", "deepspeed.launcher.runner", "--module",
+                                 "--no_local_rank", "pkg.train", "--x"});
+  ASSERT_TRUE(module);
+  EXPECT_EQ(deepspeed_python(*module, "/nowhere"), "python3");
+  EXPECT_EQ(deepspeed_rank_argv(*module, "python3"),
+            V({"python3", "-u", "-m", "pkg.train", "--x"}));
+  auto no_python = parse_deepspeed({"ds", "--no_python", "./run.sh", "a"});
+  ASSERT_TRUE(no_python);
+  EXPECT_EQ(deepspeed_rank_argv(*no_python, "python3"),
+            V({"./run.sh", "--local_rank={local_rank}", "a"}));
+  EXPECT_FALSE(parse_deepspeed({"torchrun", "train.py"}));
+  EXPECT_FALSE(parse_deepspeed({"python3", "train.py"}));
+  EXPECT_EQ(std::string(launch_form_name(LaunchForm::deepspeed)), "deepspeed");
+}
+
+// The interpreter launch.py would run the ranks with: the runner script's #! line, found on PATH.
+TEST(Torchrun, DeepspeedsPythonIsItsRunnersInterpreter) {
+  const std::string dir = testing::TempDir() + "/ds_bin";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const char* name, const char* text) { std::ofstream(dir + "/" + name) << text; };
+  write("deepspeed", "#!/opt/venv/bin/python3.11\nfrom deepspeed.launcher.runner import main\n");
+  write("ds", "#!/usr/bin/env -S python3.12 -u\r\n");
+  EXPECT_EQ(deepspeed_python(*parse_deepspeed({"deepspeed", "t.py"}), "/nowhere:" + dir),
+            "/opt/venv/bin/python3.11");
+  EXPECT_EQ(deepspeed_python(*parse_deepspeed({dir + "/ds", "t.py"}), ""), "python3.12");
+  EXPECT_EQ(deepspeed_python(*parse_deepspeed({"deepspeed", "t.py"}), "/nowhere"), "python3");
+  std::filesystem::remove_all(dir);
 }
