@@ -47,6 +47,7 @@ void Facts::merge(Facts&& o) {
   ranks_seen.insert(o.ranks_seen.begin(), o.ranks_seen.end());
   for (auto& [src, s] : o.local_seen) local_seen[src].insert(s.begin(), s.end());
   world_size = std::max(world_size, o.world_size);
+  procs_per_node = std::max(procs_per_node, o.procs_per_node);
   for (auto& [r, seq] : o.heartbeat_seq) heartbeat_seq[r] = seq;
   for (auto& [r, step] : o.heartbeat_step) heartbeat_step[r] = step;
   for (auto& [r, c] : o.calls) calls[r].insert(c.begin(), c.end());
@@ -417,6 +418,10 @@ void FactReader::memory_line(std::string_view text, const Origin& origin) {
 void FactReader::size_line(std::string_view text) {
   static const RE2 re(
       R"((?i)\bworld[ _]size[\s:=]+(\d+)|MEMBER: \d+/(\d+)|Starting with (\d+) processes|GLOBAL_RANK: (\d+))");
+  static const RE2 per_node(R"(--(?:nproc[_-]per[_-]node|num[_-]gpus)[= ](\d{1,4})\b)");
+  if (auto n = captures(text, per_node))
+    facts_.procs_per_node =
+        std::max(facts_.procs_per_node, static_cast<int>(number((*n)[0], 0)));
   auto g = captures(text, re);
   if (!g) return;
   for (size_t i = 0; i < 3; ++i)

@@ -28,6 +28,8 @@ struct Facts {
   std::set<int> ranks_seen;  // every global rank a tag, a file or a message names
   std::map<std::string, std::set<int>> local_seen;  // per source: node-local ranks tagged
   int world_size = 0;                               // the largest world size a log states
+  // A launcher command's ranks per node (--nproc_per_node N, deepspeed's --num_gpus N), echoed.
+  int procs_per_node = 0;
   std::map<int, long long> heartbeat_seq;   // each rank's last heartbeat's count of collectives
   std::map<int, long long> heartbeat_step;  // ... and its last finished step
   // Per rank, every "OP@file:line" its agent trace shows it issued on the default group: what

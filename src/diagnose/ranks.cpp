@@ -227,6 +227,16 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
       if (auto local = device_local_rank(e))
         if (auto g = global_of_local(*local, e.source, facts))
           set_rank(e, *g, "the device its out-of-memory message names (one GPU per rank)");
+  // Device 0 exists wherever CUDA runs at all, so on a node of two ranks a device ordinal that
+  // is invalid (set_device(local_rank) on a machine with one GPU) is local rank 1's.
+  const int per_node = facts.procs_per_node > 0                       ? facts.procs_per_node
+                       : !facts.node_tags && facts.world_size > 0 ? facts.world_size
+                                                                      : 0;
+  for (auto& e : events)
+    if (!e.origin.rank && e.kind == EventKind::Error && per_node == 2 &&
+        e.message.find("invalid device ordinal") != std::string::npos)
+      if (auto g = global_of_local(1, e.source, facts))
+        set_rank(e, *g, "an invalid device ordinal on a node of two ranks: device 0 always exists");
   // A shell's bare "Killed" is its foreground command: rank 0 under launchers that run a rank in
   // the foreground (no launcher agent of its own printed anything).
   for (auto& e : events)

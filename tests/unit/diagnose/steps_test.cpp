@@ -485,6 +485,29 @@ TEST(Ranks, TheDeviceACudaOutOfMemoryNamesAboveZeroIsItsLocalRank) {
   EXPECT_EQ(d.confidence, "low");
 }
 
+// Device 0 exists wherever CUDA runs: an invalid ordinal on a node of two ranks is local rank
+// 1's; on a node of more, any rank above 0 could be it.
+TEST(Ranks, AnInvalidDeviceOrdinalOnANodeOfTwoIsLocalRankOne) {
+  auto ordinal = [](const std::string& launch) {
+    return diagnose_console("$ python -m torch.distributed.launch " + launch +
+                            " train.py\n"
+                            "Traceback (most recent call last):\n"
+                            "  File \"train.py\", line 107, in <module>\n"
+                            "    torch.cuda.set_device(args.local_rank)\n"
+                            "RuntimeError: CUDA error: invalid device ordinal\n");
+  };
+  Diagnosis d = ordinal("--nproc_per_node=2");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "cuda_error");
+  EXPECT_EQ(d.root.origin.rank, 1);
+  d = ordinal("--nproc_per_node 4");
+  ASSERT_TRUE(d.failed);
+  EXPECT_FALSE(d.root.origin.rank);
+  d = ordinal("");
+  ASSERT_TRUE(d.failed);
+  EXPECT_FALSE(d.root.origin.rank);
+}
+
 TEST(Root, ATwoRankMismatchNamesBothRanksAndNeitherIsGuessed) {
   const std::string mismatch =
       "[rank2]: RuntimeError: Detected mismatch between collectives on ranks. Rank 2 is running "
