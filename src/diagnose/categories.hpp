@@ -13,7 +13,10 @@ struct Category {
   const char* name;
   bool primary;         // can be a root cause; a secondary one is an echo or infrastructure
   const char* pattern;  // RE2, matched on "Type: message" or a free log line; "" = none
-  const char* debug;    // "NAME=VALUE ..." a debug rerun sets to learn more about this failure
+  // "NAME=VALUE ..." a debug rerun sets to learn more about this failure; the reducer adds an
+  // INFO variant after TORCH_DISTRIBUTED_DEBUG=DETAIL, and DDPBISECT_FLIGHT_RECORDER=1 keeps the
+  // Flight Recorder's dumps in the trial folder (observe/stacks.hpp).
+  const char* debug;
   const char* meaning;  // one line for docs and --help
 };
 
@@ -23,7 +26,7 @@ const Category* find_category(const std::string& name);
 bool is_primary(const std::string& category);
 
 // The environment variables a debug rerun of a failure in `category` should set (empty when
-// none helps). The reducer's debug rerun reads them from here.
+// none helps). The reducer's debug reruns (reduce/reducer.cpp debug_variants) read only this.
 std::map<std::string, std::string> category_debug_variables(const std::string& category);
 
 // The category of an exception from its type and message (python_exception when nothing more

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/interrupt.hpp"
+#include "diagnose/categories.hpp"
 #include "reduce/auto_dims.hpp"
 #include "reduce/escalate.hpp"
 #include "reduce/journal.hpp"
@@ -17,27 +18,19 @@ namespace ddpbisect {
 
 std::vector<Env> debug_variants(const Spec& spec, const std::string& category) {
   if (!spec.command) return {};  // the built-in worker reads none of these variables
-  const Env detail = {{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}};
-  const Env info = {{"TORCH_DISTRIBUTED_DEBUG", "INFO"}};
-  // Hangs and mismatches: DETAIL's collective checks name the mismatch. PyTorch 2.x's DDP over
-  // Gloo crashes in its constructor under DETAIL (its logger casts the wrapped group), so INFO,
-  // which does not wrap the group, is the fallback.
-  // A hang also turns the Flight Recorder on, its dumps kept in the trial folder (observe/stacks).
-  if (category == "hang" || category == "collective_mismatch" || category == "comm_timeout" ||
-      category == "trial_timeout") {
-    const Env fr = {{"DDPBISECT_FLIGHT_RECORDER", "1"}};
-    Env detail_fr = detail, info_fr = info;
-    detail_fr.insert(fr.begin(), fr.end());
-    info_fr.insert(fr.begin(), fr.end());
-    return {detail_fr, info_fr};
+  // What to set comes from the category table (diagnose/categories.cpp), the one list of it.
+  const Env first = category_debug_variables(category);
+  if (first.empty()) return {};
+  std::vector<Env> out = {first};
+  // PyTorch 2.x's DDP over Gloo crashes in its constructor under DETAIL (its logger casts the
+  // wrapped group), so INFO, which does not wrap the group, is the fallback.
+  auto level = first.find("TORCH_DISTRIBUTED_DEBUG");
+  if (level != first.end() && level->second == "DETAIL") {
+    Env info = first;
+    info["TORCH_DISTRIBUTED_DEBUG"] = "INFO";
+    out.push_back(info);
   }
-  // DDP names the parameters that got no gradient under INFO already.
-  if (category == "ddp_unused_parameters") return {info};
-  if (category == "cuda_error" || category == "cuda_oom") return {{{"CUDA_LAUNCH_BLOCKING", "1"}}};
-  if (category == "nccl_error")
-    return {{{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}},
-            {{"TORCH_DISTRIBUTED_DEBUG", "INFO"}, {"NCCL_DEBUG", "INFO"}}};
-  return {};
+  return out;
 }
 
 namespace {

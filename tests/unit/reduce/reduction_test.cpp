@@ -360,6 +360,30 @@ TEST_F(ReductionTest, UnusedParametersGetAnInfoRerun) {
   EXPECT_TRUE(r.debug_notes.empty());
 }
 
+// Issue #29: the debug reruns are the category table's (diagnose/categories.cpp); the reducer
+// once kept its own list, in which DDP's marked-twice error had none.
+TEST_F(ReductionTest, AMarkedTwiceErrorGetsTheTablesInfoRerun) {
+  world.signature.category = "ddp_marked_twice";
+  world.fails = [](const TrialConfig& c, int) { return planted(c); };
+  ReductionResult r = run_reduction(spec, options(7));
+  ASSERT_TRUE(r.debug_run.has_value());
+  EXPECT_EQ(r.debug_env, (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}}));
+}
+
+TEST_F(ReductionTest, DetailIsFollowedByAnInfoVariantAndTheRestIsKept) {
+  std::vector<Env> v = debug_variants(spec, "nccl_error");
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0], (Env{{"TORCH_DISTRIBUTED_DEBUG", "DETAIL"}, {"NCCL_DEBUG", "INFO"}}));
+  EXPECT_EQ(v[1], (Env{{"TORCH_DISTRIBUTED_DEBUG", "INFO"}, {"NCCL_DEBUG", "INFO"}}));
+  EXPECT_EQ(debug_variants(spec, "cuda_error"),
+            (std::vector<Env>{{{"CUDA_LAUNCH_BLOCKING", "1"}}}));
+  EXPECT_TRUE(debug_variants(spec, "python_exception").empty());
+  EXPECT_TRUE(debug_variants(spec, "no_such_category").empty());
+  Spec builtin = spec;
+  builtin.command.reset();  // the built-in worker reads none of these variables
+  EXPECT_TRUE(debug_variants(builtin, "nccl_error").empty());
+}
+
 TEST_F(ReductionTest, APythonExceptionGetsNoDebugRerun) {
   world.fails = [](const TrialConfig& c, int) { return planted(c); };
   ReductionResult r = run_reduction(spec, options(6));
