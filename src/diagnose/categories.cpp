@@ -69,6 +69,9 @@ const std::vector<Category>& categories() {
        "the ranks stopped making progress; the culprit is the rank not where the others are"},
       {"trial_timeout", true, "", "TORCH_DISTRIBUTED_DEBUG=DETAIL DDPBISECT_FLIGHT_RECORDER=1",
        "the trial ran past limits.trial_timeout"},
+      {"resource_limit", true, "", "",
+       "the trial reached a limit the spec sets (limits.memory, limits.max_procs); made by the "
+       "observer, never the failure being reduced"},
       {"python_exception", true, "", "", "an exception in the program (default for tracebacks)"},
       {"cpp_exception", true, "", "", "a C++ exception: terminate called after throwing"},
       {"launcher", false,

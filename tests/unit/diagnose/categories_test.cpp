@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 using namespace ddpbisect;
 
@@ -13,8 +15,43 @@ TEST(Categories, OneTableOneRowEach) {
                         "host_oom", "signal", "launcher", "infra"})
     EXPECT_TRUE(find_category(n)) << n;
   EXPECT_TRUE(is_primary("hang"));
+  EXPECT_TRUE(is_primary("resource_limit"));  // made by observe/verdict.cpp, a row all the same
   EXPECT_FALSE(is_primary("peer_closed"));
   EXPECT_FALSE(is_primary("no_such_category"));
+}
+
+// docs/categories.md's table has one row per category, with the table's primary column.
+TEST(Categories, TheDocsTableIsTheTable) {
+  std::ifstream in(DDPBISECT_SOURCE_DIR "/docs/categories.md");
+  ASSERT_TRUE(in) << "docs/categories.md";
+  std::map<std::string, bool> documented;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| ", 0) != 0) continue;
+    std::istringstream cells(line.substr(2));
+    std::string name, primary;
+    std::getline(cells, name, '|');
+    std::getline(cells, primary, '|');
+    auto trim = [](std::string s) {
+      s.erase(0, s.find_first_not_of(' '));
+      s.erase(s.find_last_not_of(' ') + 1);
+      return s;
+    };
+    name = trim(name);
+    primary = trim(primary);
+    if (primary == "yes" || primary == "no") documented[name] = primary == "yes";
+  }
+  for (const auto& c : categories()) {
+    auto it = documented.find(c.name);
+    if (it == documented.end()) {
+      ADD_FAILURE() << c.name << " is not in docs/categories.md";
+      continue;
+    }
+    EXPECT_EQ(it->second, c.primary) << c.name;
+    documented.erase(it);
+  }
+  for (const auto& [name, _] : documented)
+    ADD_FAILURE() << name << " is documented, not in the table";
 }
 
 TEST(Categories, DebugVariablesForTheRerun) {
