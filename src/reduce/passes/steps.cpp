@@ -1,5 +1,8 @@
 // Steps: cut right after the step the failure happened at (from the heartbeats of the failing
-// trial), then binary search for the fewest steps that still fail.
+// trial) and check the cut's lower neighbour, or binary search for the fewest steps that still
+// fail when the heartbeats do not say.
+#include <algorithm>
+
 #include "reduce/engine.hpp"
 #include "reduce/pass.hpp"
 
@@ -16,20 +19,28 @@ class StepsPass : public Pass {
       c.params["steps"] = steps;
       return c;
     };
-    int64_t lo = 1;
+    auto result = [&](int64_t steps) -> Shrunk {
+      if (steps >= current) return {};
+      return {{name(), with(steps)}};
+    };
+    // The fewest failing steps in [lo, hi), `hi` known to fail.
+    auto search = [&](int64_t lo, int64_t hi) {
+      return smallest_interesting(lo, hi, [&](int64_t v) { return v == hi || ask(with(v)); });
+    };
     // A configuration not run yet (the lookahead's) has no failing run: searched from 1.
-    if (const RunRecord* r = oracle.matching_run(best); r && r->last_step >= 0) {
-      // Steps 0..last_step completed, the failure came in the next one.
-      // Fewer steps cannot reach the failing step: no search below the cut.
-      const int64_t cut = r->last_step + 2;
-      if (cut >= current) return {};
-      if (ask(with(cut))) return {{name(), with(cut)}};
-      lo = cut + 1;  // it needs more steps than the one it failed at: search above the cut
-    }
-    const int64_t fewest =
-        smallest_interesting(lo, current, [&](int64_t v) { return v == current || ask(with(v)); });
-    if (fewest >= current) return {};
-    return {{name(), with(fewest)}};
+    const RunRecord* r = oracle.matching_run(best);
+    if (!r || r->last_step < 0) return result(search(1, current));
+    // Steps 0..last_step completed, so the failure came in the next one: `cut` steps run it.
+    const int64_t cut = std::min<int64_t>(r->last_step + 2, current);
+    if (cut < current && !ask(with(cut)))
+      return result(search(cut + 1, current));  // it needs more steps than the one it failed at
+    // The cut fails. A failure raised after the step's heartbeat (a metric or EMA update after
+    // opt.step(), a save at the end of training) fails one step earlier too: check the lower
+    // neighbour, so that the minimum is 1-minimal. When that fails as well, the failure does not
+    // follow the heartbeats: searched from 1.
+    if (cut <= 1 || !ask(with(cut - 1))) return result(cut);
+    if (cut - 1 <= 1 || !ask(with(cut - 2))) return result(cut - 1);
+    return result(search(1, cut - 2));
   }
 };
 }  // namespace

@@ -64,7 +64,30 @@ TEST_F(PassTest, StepsCutsAfterTheFailingStep) {
   oracle->run(state.best);  // the run that found the failure
   EXPECT_TRUE(run("steps"));
   EXPECT_EQ(state.best.param("steps", 0), 5);
-  EXPECT_EQ(world.trials.load(), 2);  // the failing run and the cut
+  EXPECT_EQ(world.trials.load(), 3);  // the failing run, the cut and its lower neighbour
+}
+
+// Issue #28: a failure raised after the optimizer step of the same iteration (a metric or EMA
+// update after opt.step()) comes after that step's heartbeat; the cut keeps one step too many.
+TEST_F(PassTest, StepsKeepsOneFewerWhenTheFailureFollowsTheHeartbeat) {
+  world.last_step = 3;  // steps 0..3 sent heartbeats, and step 3 failed after its own
+  world.fails = [](const TrialConfig& c, int) { return c.param("steps", 0) >= 4; };
+  oracle->run(state.best);
+  EXPECT_TRUE(run("steps"));
+  EXPECT_EQ(state.best.param("steps", 0), 4);
+  EXPECT_EQ(world.trials.load(), 4);  // the failing run, the cut, 4 and 3
+}
+
+// A failure at the end of training (a final save) whatever the step count: every step sent its
+// heartbeat, the cut is the whole run, and the fewest steps are searched for from 1.
+TEST_F(PassTest, StepsSearchesFromOneWhenTheFailureIgnoresTheHeartbeats) {
+  const int64_t all = state.best.param("steps", 0);
+  ASSERT_GT(all, 3);
+  world.last_step = all - 1;
+  world.fails = [](const TrialConfig&, int) { return true; };
+  oracle->run(state.best);
+  EXPECT_TRUE(run("steps"));
+  EXPECT_EQ(state.best.param("steps", 0), 1);
 }
 
 TEST_F(PassTest, StepsSearchesWhenTheFailureNeedsMoreThanTheCut) {
