@@ -13,7 +13,7 @@ packages=(
   libgloo-dev python3-torch python3-venv
   gdb procps chromium tmux
   iproute2 openssh-server openssh-client slurm-wlm munge faketime
-  clang libclang-rt-14-dev llvm clang-format
+  clang libclang-rt-14-dev llvm clang-format shellcheck
 )
 
 missing=()

@@ -113,7 +113,7 @@ json collect_environment(const std::string& python) {
   j["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
   auto env = current_environment();
 
-  ProcessSpec probe{{python, "-c", versions_probe_script()}, env, ""};
+  ProcessSpec probe{{python, "-c", node_probe_script(), "versions"}, env, ""};
   std::string out;
   // Ctrl-C ends the probe at once: a stopped reduction does not wait for torch to import.
   const auto interrupted = [] { return interrupt_signal() != 0; };

@@ -5,12 +5,12 @@
 #include <string_view>
 
 #include "common/output.hpp"
+#include "common/templates.hpp"
 #include "common/text.hpp"
 #include "diagnose/categories.hpp"
 #include "launch/agent_env.hpp"
 #include "launch/rank_plan.hpp"
 #include "launch/torchrun.hpp"
-#include "report/templates.hpp"
 #include "spec/placeholders.hpp"
 #include "spec/serialize.hpp"
 
@@ -81,46 +81,31 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
       frame_re = "File \"([^\"]*/)?" + ere_literal(target.frame.substr(0, colon)) +
                  "\", line [0-9]+,? in " + ere_literal(target.frame.substr(colon + 1)) + "$";
   }
-  std::string s =
-      "#!/usr/bin/env bash\n"
-      "# Reproduces, without ddpbisect: " +
-      comment_text(target.to_string()) +
-      "\n"
-      "# " +
-      plural(m.world_size(), "rank") + " on this machine (" + plural(m.nodes, "node") + " of " +
-      std::to_string(m.procs_per_node) +
-      (spec.command && parse_deepspeed(spec.command->argv)
-           ? "), each rank as deepspeed's launch.py starts it. Run it from any folder;\n"
-           : "), with torchrun's environment contract. Run it from any folder;\n") +
-      "# it needs bash, coreutils and grep" +
-      (spec.builtin ? ", and ddpbisect-worker (DDPBISECT_WORKER, PATH, or the build it came from)"
-                    : "") +
-      ".\n"
-      "# Exit status:\n"
-      "#   1  reproduced: a rank failed with the pinned signature (its exception, category\n"
-      "#      pattern and frame found in the rank logs; for a hang: still running at the timeout)\n"
-      "#   0  did not reproduce: every rank exited 0\n"
-      "#   3  did not reproduce: it failed, but differently (not the pinned signature)\n"
-      "#   2  could not start: no worker, program or working folder, or a rank could not exec\n"
-      "# Rank logs: rank<N>.log beside this script. REPRO_TIMEOUT (seconds) overrides the "
-      "timeout.\n"
-      "set -u\n"
-      "here=$(cd \"$(dirname \"$0\")\" && pwd) || exit 2\n"
-      "cant_start() { echo \"run.sh: could not start: $*\" >&2; exit 2; }\n";
-  // Every value from the spec or the signature is one quoted word: it stays data.
-  s += "want_exception=" + shell_quote(target.exception) + "\n";
-  s += "want_category=" + shell_quote(target.category) + "\n";
-  s += "want_pattern=" + shell_quote(category && category->pattern ? category->pattern : "") + "\n";
-  s += "want_frame=" + shell_quote(frame_re) + "\n";
-  s += "timeout_s=${REPRO_TIMEOUT:-" +
-       std::to_string(std::max<long long>(1, spec.limits.trial_timeout.count() / 1000)) + "}\n";
   // A script that starts its own ranks gets their count as its param, and none of torchrun's
-  // variables (as in the trials).
+  // variables (as in the trials); deepspeed's launch.py sets its own three.
   const bool self_spawning = spec.command && !spec.command->world_size_param.empty();
+  const bool deepspeed = spec.command && parse_deepspeed(spec.command->argv);
+  std::map<std::string, std::string> fill;
+  fill["SIGNATURE"] = comment_text(target.to_string());
+  fill["TOPOLOGY"] = plural(m.world_size(), "rank") + " on this machine (" +
+                     plural(m.nodes, "node") + " of " + std::to_string(m.procs_per_node) + ")";
+  fill["CONTRACT"] = deepspeed ? "each rank as deepspeed's launch.py starts it"
+                               : "with torchrun's environment contract";
+  fill["NEEDS"] = spec.builtin
+                      ? ", and ddpbisect-worker (DDPBISECT_WORKER, PATH, or the build it came from)"
+                      : "";
+  // Every value from the spec or the signature is one quoted word: it stays data.
+  fill["WANT_EXCEPTION"] = shell_quote(target.exception);
+  fill["WANT_CATEGORY"] = shell_quote(target.category);
+  fill["WANT_PATTERN"] = shell_quote(category && category->pattern ? category->pattern : "");
+  fill["WANT_FRAME"] = shell_quote(frame_re);
+  fill["TIMEOUT_S"] =
+      std::to_string(std::max<long long>(1, spec.limits.trial_timeout.count() / 1000));
+
+  // The minimal configuration's environment and program, a line each.
+  std::string s;
   s += "export MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-$((20000 + RANDOM "
        "% 20000))}\n";
-  // deepspeed's launch.py: its own three variables, none of torchrun's others.
-  const bool deepspeed = spec.command && parse_deepspeed(spec.command->argv);
   if (deepspeed)
     s += "LOCAL_WORLD_SIZE=" + std::to_string(m.procs_per_node) +
          "  # not exported: the loop's arithmetic\n"
@@ -220,86 +205,29 @@ std::string repro_run_sh(const Spec& spec, const TrialConfig& m, const Signature
     }
     s += "command -v " + argv[0] + " >/dev/null || cant_start \"no program \"" + argv[0] + "\n";
   }
+  s.pop_back();  // the template's line ends it
+  fill["ENVIRONMENT"] = s;
   // A launcher form runs one agent per node (its log: node<N>.log); otherwise one process a rank.
-  if (per_node)
-    s += "procs=" + std::to_string(m.nodes) + " unit=node\n";
-  else if (self_spawning)
-    s += "procs=1 unit=rank\n";  // the script starts the ranks
-  else
-    s += "procs=$WORLD_SIZE unit=rank\n";
-  s +=
-      "set -m  # each rank in its own process group: a timeout stops all of its processes\n"
-      "pids=()\n"
-      "for ((rank = 0; rank < procs; rank++)); do\n" +
-      std::string(self_spawning ? "  "
-                  : deepspeed   ? "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) "
-                                  "CROSS_RANK=$((rank / LOCAL_WORLD_SIZE)) "
-                                : "  RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) "
-                                  "NODE_RANK=$((rank / LOCAL_WORLD_SIZE)) \\\n"
-                                  "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) ROLE_RANK=$rank ") +
-      join(argv, " ") +
-      " >\"$here/$unit$rank.log\" 2>&1 &\n"
-      "  pids+=($!)\n"
-      "done\n"
-      "hung=0\n"
-      "deadline=$((SECONDS + timeout_s))\n"
-      "while :; do\n"
-      "  alive=0\n"
-      "  for p in \"${pids[@]}\"; do kill -0 \"$p\" 2>/dev/null && alive=1; done\n"
-      "  [[ $alive -eq 1 ]] || break\n"
-      "  if ((SECONDS >= deadline)); then\n"
-      "    hung=1\n"
-      "    echo \"run.sh: ranks still running after ${timeout_s}s: stopping them\"\n"
-      "    for p in \"${pids[@]}\"; do kill -TERM -- \"-$p\" 2>/dev/null; done\n"
-      "    sleep 2\n"
-      "    for p in \"${pids[@]}\"; do kill -KILL -- \"-$p\" 2>/dev/null; done\n"
-      "    break\n"
-      "  fi\n"
-      "  sleep 0.2\n"
-      "done\n"
-      "failed=0 noexec=0 signaled=0\n"
-      "for ((rank = 0; rank < procs; rank++)); do\n"
-      "  wait \"${pids[$rank]}\"; rc=$?\n"
-      "  echo \"$unit $rank exited $rc (log: $here/$unit$rank.log)\"\n"
-      "  [[ $rc -eq 0 ]] || failed=1\n"
-      "  [[ $rc -eq 126 || $rc -eq 127 ]] && noexec=1\n"
-      "  [[ $rc -gt 128 ]] && signaled=1\n"
-      "done\n"
-      "logs=()\n"
-      "for ((rank = 0; rank < procs; rank++)); do logs+=(\"$here/$unit$rank.log\"); done\n"
-      "found() { grep -qE -- \"$1\" \"${logs[@]}\" 2>/dev/null; }\n"
-      "matches() {\n"
-      "  if [[ -n $want_exception ]]; then\n"
-      "    found \"(^|[^A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*\\.)*${want_exception}(:|$)\" || "
-      "return 1\n"
-      "  fi\n"
-      "  if [[ -n $want_pattern ]]; then\n"
-      "    # The diagnosis's pattern for the category (RE2: grep -P reads it; without -P, "
-      "skipped).\n"
-      "    grep -qP -- \"$want_pattern\" \"${logs[@]}\" 2>/dev/null; rc=$?\n"
-      "    if [[ $rc -eq 1 ]]; then\n"
-      "      [[ $want_category == signal && $signaled -eq 1 ]] || return 1\n"
-      "    fi\n"
-      "  fi\n"
-      "  if [[ -n $want_frame ]]; then found \"$want_frame\" || return 1; fi\n"
-      "  return 0\n"
-      "}\n"
-      "case $want_category in\n"
-      "  hang | trial_timeout)\n"
-      "    if [[ $hung -eq 1 ]]; then echo \"run.sh: reproduced ($want_category)\"; exit 1; fi ;;\n"
-      "esac\n"
-      "if [[ $noexec -eq 1 ]] && ! matches; then cant_start \"a rank could not run its "
-      "program (exit 126/127)\"; fi\n"
-      "if [[ $failed -eq 0 && $hung -eq 0 ]]; then echo \"run.sh: did not reproduce (every rank "
-      "exited 0)\"; exit 0; fi\n"
-      "if [[ $hung -eq 0 ]] && matches; then echo \"run.sh: reproduced\"; exit 1; fi\n"
-      "echo \"run.sh: did not reproduce: the ranks failed differently (see the logs)\"\n"
-      "exit 3\n";
-  return s;
+  if (per_node) {
+    fill["PROCS"] = std::to_string(m.nodes);
+    fill["UNIT"] = "node";
+  } else {
+    fill["PROCS"] = self_spawning ? "1" : "$WORLD_SIZE";  // a self-spawning script starts them
+    fill["UNIT"] = "rank";
+  }
+  fill["RANK_VARIABLES"] = self_spawning ? ""
+                           : deepspeed
+                               ? "RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) "
+                                 "CROSS_RANK=$((rank / LOCAL_WORLD_SIZE)) "
+                               : "RANK=$rank LOCAL_RANK=$((rank % LOCAL_WORLD_SIZE)) "
+                                 "NODE_RANK=$((rank / LOCAL_WORLD_SIZE)) \\\n"
+                                 "  GROUP_RANK=$((rank / LOCAL_WORLD_SIZE)) ROLE_RANK=$rank ";
+  fill["COMMAND"] = join(argv, " ");
+  return fill_template(run_sh_template(), fill);
 }
 
 std::string repro_python(const Spec& spec, const TrialConfig& m, const Signature& target) {
-  std::string s = ddp_repro_template();
+  std::string s = ddp_repro_py_template();
   // The header and target first: a spec value that happens to read "@HEADER@" stays data.
   replace_all(s, "@HEADER@",
               comment_text("Reproduces: " + target.to_string() + " (ddpbisect " + spec.file + ")"));

@@ -1,4 +1,5 @@
 #include "common/text.hpp"
+#include "common/templates.hpp"
 
 #include <gtest/gtest.h>
 
@@ -107,4 +108,14 @@ TEST(Text, CsvHeaderRowIsNotASample) {
   EXPECT_EQ(csv_data_rows(path), 3);
   EXPECT_EQ(csv_data_rows(path + ".missing"), -1);
   std::remove(path.c_str());
+}
+
+// repro_templates/ are filled by fill_template (common/templates.hpp).
+TEST(Templates, FillsEveryPlaceholderInOnePass) {
+  EXPECT_EQ(fill_template("a=@A@ b=@B_2@ ${x[@]} user@host @ @@", {{"A", "1"}, {"B_2", "@A@"}}),
+            "a=1 b=@A@ ${x[@]} user@host @ @@");
+  EXPECT_THROW(fill_template("@A@ @MISSING@", {{"A", "1"}}), std::logic_error);
+  EXPECT_THROW(fill_template("@A@", {{"A", "1"}, {"UNUSED", "2"}}), std::logic_error);
+  // Every shipped template has its placeholders in capitals; the probe has none at all.
+  EXPECT_NO_THROW(fill_template(node_probe_py_template(), {}));
 }
