@@ -3,9 +3,9 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <iostream>
 #include <mutex>
 
+#include "common/notice.hpp"
 #include "launch/rank_plan.hpp"
 
 namespace fs = std::filesystem;
@@ -24,9 +24,9 @@ std::vector<std::string> isolate_argv(const Spec& spec, const std::string& trial
   if (!fs::exists(helper, ec)) {
     static std::once_flag warned;
     std::call_once(warned, [] {
-      std::cerr << "ddpbisect: warning: " << isolate_path()
-                << " not found: trials share the working folder (what one writes there, the "
-                   "next one sees)\n";
+      notice("ddpbisect: warning: " + isolate_path() +
+             " not found: trials share the working folder (what one writes there, the next one "
+             "sees)");
     });
     return argv;
   }

@@ -2,9 +2,10 @@
 // its row there.
 #include "launch/launcher.hpp"
 
-#include <iostream>
 #include <mutex>
 #include <stdexcept>
+
+#include "common/notice.hpp"
 
 namespace ddpbisect {
 
@@ -13,8 +14,8 @@ std::string Launcher::warm_socket(const Spec& spec, const std::string& log) cons
   if (spec.command && !spec.command->preload.empty() && !spec.command->preload_default) {
     static std::once_flag warned;
     std::call_once(warned, [&] {
-      std::cerr << "ddpbisect: warning: workload.preload: the " << name()
-                << " launcher starts ranks cold (warm starts need the local launcher)\n";
+      notice("ddpbisect: warning: workload.preload: the " + name() +
+             " launcher starts ranks cold (warm starts need the local launcher)");
     });
   }
   return "";

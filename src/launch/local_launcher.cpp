@@ -1,8 +1,8 @@
 // The local launcher: every rank is a child process on this machine. "Nodes" are groups of ranks
 // with their own NODE_RANK and log folders, so multi-node behaviour can be exercised locally.
-#include <iostream>
 #include <mutex>
 
+#include "common/notice.hpp"
 #include "launch/cgroup.hpp"
 #include "launch/launcher.hpp"
 #include "launch/process.hpp"
@@ -42,10 +42,10 @@ class LocalLauncher : public Launcher {
       // Warm starts by default: a command they do not fit (torchrun, a binary) starts cold
       // without a word; a fork server that failed is said once, with how to turn it off.
       if (!warm_ && asked)
-        std::cerr << "ddpbisect: warning: workload.preload: ranks start cold: " << why << "\n";
+        notice("ddpbisect: warning: workload.preload: ranks start cold: " + why);
       else if (!warm_ && warm_startable(server.argv))
-        std::cerr << "ddpbisect: note: warm starts are off for this reduction: " << why
-                  << " (`workload.preload: none` says so without trying)\n";
+        notice("ddpbisect: note: warm starts are off for this reduction: " + why +
+               " (`workload.preload: none` says so without trying)");
     }
     return warm_ ? warm_->socket() : "";
   }

@@ -34,7 +34,10 @@ std::string record_headline(const RunRecord& r) {
 }
 
 Progress::Progress(bool quiet)
-    : line_(std::make_unique<StatusLine>(quiet, [this](size_t w) { return compose(w); })) {}
+    : line_(std::make_unique<StatusLine>(quiet, [this](size_t w) { return compose(w); })) {
+  if (line_->smart())
+    route_ = std::make_unique<NoticeRoute>([this](const std::string& l) { line_->print(l); });
+}
 
 Progress::~Progress() = default;
 
@@ -115,6 +118,7 @@ void Progress::note(const std::string& line) {
 }
 
 void Progress::done() {
+  route_.reset();
   line_->finish();
 }
 

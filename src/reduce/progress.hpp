@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/duration.hpp"
+#include "common/notice.hpp"
 #include "common/status_line.hpp"
 #include "reduce/result.hpp"
 
@@ -42,6 +43,9 @@ class Progress {
   bool has_target_ = false, pending_phase_ = false;
   Clock::time_point start_ = Clock::now(), running_since_ = Clock::now();
   std::unique_ptr<StatusLine> line_;
+  // While the status line is drawn, library code's notices are printed above it (declared after
+  // it: gone before it is).
+  std::unique_ptr<NoticeRoute> route_;
 };
 
 // "rank 1: RuntimeError: planted failure (trainer.cpp:fire_step_faults)" from a trial's record.

@@ -1,8 +1,11 @@
 #include "common/status_line.hpp"
+#include "common/notice.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 using namespace ddpbisect;
 
@@ -65,4 +68,20 @@ TEST(StatusLine, QuietPrintsNothing) {
   }
   EXPECT_EQ(std::ftell(f), 0);
   std::fclose(f);
+}
+
+// Library code's notices (common/notice.hpp) go where the innermost live route sends them.
+TEST(Notice, RoutesNestAndComeBack) {
+  std::vector<std::string> outer, inner;
+  {
+    NoticeRoute a([&](const std::string& l) { outer.push_back(l); });
+    notice("one");
+    {
+      NoticeRoute b([&](const std::string& l) { inner.push_back(l); });
+      notice("two");
+    }
+    notice("three");
+  }
+  EXPECT_EQ(outer, (std::vector<std::string>{"one", "three"}));
+  EXPECT_EQ(inner, (std::vector<std::string>{"two"}));
 }
