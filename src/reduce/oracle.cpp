@@ -161,6 +161,7 @@ void Oracle::load() {
       json entry = e;
       entry["attempt"] = attempt;
       by_attempt[attempt] = entry;
+      if (env.empty()) history_.emplace_back(c, replayed);
     } catch (const std::exception& error) {  // json's type errors, TrialConfig's bad samples
       journal_.reject(i, error.what());
     }
@@ -411,6 +412,7 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& en
   } else {
     count(r);
     journal_.append(record_json(config, r, env));
+    if (env.empty()) history_.emplace_back(config, r);
   }
   if (listener_ && env.empty())
     listener_(config, r, has_target_ ? std::optional<bool>(matches(r)) : std::nullopt);
@@ -563,6 +565,14 @@ bool Oracle::matches(const RunRecord& r) const {
 bool Oracle::matches(const RunRecord& r, const Signature& target) const {
   return r.status == TrialStatus::Fail && r.signature &&
          same_failure(target, *r.signature, opt_.level, opt_.regex, r.text);
+}
+
+std::vector<TrialMark> Oracle::trial_marks(const Signature* target) const {
+  std::vector<TrialMark> marks;
+  marks.reserve(history_.size());
+  for (const auto& [config, r] : history_)
+    marks.push_back({config, r.status, target && matches(r, *target)});
+  return marks;
 }
 
 const RunRecord* Oracle::matching_run(const TrialConfig& config) const {

@@ -113,6 +113,9 @@ class Oracle {
   bool matches(const RunRecord& r) const;
   // Whether `r` failed the way `target` describes, by this oracle's match level and regex.
   bool matches(const RunRecord& r, const Signature& target) const;
+  // Every trial of the journal in the order it ran (those of earlier sessions first, debug
+  // reruns left out), judged against `target` (none: no trial is the target).
+  std::vector<TrialMark> trial_marks(const Signature* target) const;
   // The last failing run of a configuration with the target signature, if any.
   const RunRecord* matching_run(const TrialConfig& config) const;
 
@@ -175,7 +178,8 @@ class Oracle {
   int repeats_ = 1;
   JobTimings timings_;
   uint64_t salt_ = 0;
-  std::map<std::string, std::vector<RunRecord>> runs_;  // by key: canonical configuration
+  std::map<std::string, std::vector<RunRecord>> runs_;      // by key: canonical configuration
+  std::vector<std::pair<TrialConfig, RunRecord>> history_;  // what trial_marks() judges
   std::map<std::string, size_t> misses_from_;  // by key: the first run a "no" counts (rechecks)
   Replay replay_;  // journaled trials not yet consumed, by key and attempt
   std::map<std::string, std::set<int>> attempts_;  // finished or running, by key

@@ -315,6 +315,8 @@ ReductionResult Reduction::finish() {
   result_.elapsed_s = oracle_.elapsed_s();
   result_.target_rate = oracle_.rate();
   result_.repeats = oracle_.repeats();
+  result_.trials = oracle_.trial_marks(
+      result_.status == ReductionStatus::NotReproduced ? nullptr : &result_.target);
   return result_;
 }
 

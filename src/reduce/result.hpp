@@ -40,6 +40,15 @@ struct TraceEntry {
   TrialConfig config;
 };
 
+// One trial of the output folder (earlier sessions' included, debug reruns not) as the reducer
+// judged it: whether it failed the way the final target describes, by the match level and
+// match.regex. The HTML trace draws these; no renderer judges a trial again.
+struct TrialMark {
+  TrialConfig config;
+  TrialStatus status = TrialStatus::Infra;
+  bool target = false;
+};
+
 enum class ReductionStatus {
   Reduced,          // a minimal configuration, confirmed
   BudgetExhausted,  // the smallest failing configuration found before the budget ran out
@@ -57,6 +66,7 @@ struct ReductionResult {
   RunRecord first_run, minimal_run;
   Signature target;
   std::vector<TraceEntry> trace;
+  std::vector<TrialMark> trials;                           // every trial, in the order they ran
   std::vector<std::pair<TrialConfig, std::string>> tried;  // escalation: each try and its status
   int confirm_runs = 0, confirm_failures = 0;
   int64_t reduction_trials = 0;

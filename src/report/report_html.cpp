@@ -189,31 +189,17 @@ void reduction_trace(std::ostringstream& h, const ReportInputs& in) {
     std::string colour, what;
   };
   std::vector<Dot> dots;
-  std::ifstream journal(in.out_dir + "/journal.jsonl");
-  std::string line;
   int64_t n = 0;
-  while (std::getline(journal, line)) {
-    json e = json::parse(line, nullptr, false);
-    if (json_field(e, "type", "") != "trial") continue;  // torn, corrupt or another record
-    ++n;
-    const std::string status = json_field(e, "status", "");
-    const auto typed = parse_trial_status(status);
+  for (const TrialMark& t : r.trials) {  // as the reducer judged them
     std::string colour = "#188038", what = "passed";
-    if (typed == TrialStatus::Fail) {
-      std::optional<Signature> sig;
-      try {
-        if (const json& j = json_member(e, "signature"); j.is_object())
-          sig = Signature::from_json(j);
-      } catch (const std::exception&) {  // a field of another type: not the target's
-      }
-      bool target = sig && same_failure(r.target, *sig, in.spec->match.level);
-      colour = target ? "#d93025" : "#f29900";
-      what = target ? "the target failure" : "a different failure";
-    } else if (typed != TrialStatus::Pass) {
+    if (t.status == TrialStatus::Fail) {
+      colour = t.target ? "#d93025" : "#f29900";
+      what = t.target ? "the target failure" : "a different failure";
+    } else if (t.status != TrialStatus::Pass) {
       colour = "#80868b";
-      what = status;
+      what = to_string(t.status);
     }
-    dots.push_back({n, relative_size(json_member(e, "config"), r.job), colour, what});
+    dots.push_back({++n, relative_size(t.config.to_json(), r.job), colour, what});
   }
   double top_size = 100;
   for (const auto& d : dots) top_size = std::max(top_size, d.size);
@@ -327,7 +313,7 @@ std::string report_html(const ReportInputs& in) {
     h << "<tr><td>" << markup_escape(k) << "</td><td><code>" << markup_escape(env_text(v))
       << "</code></td></tr>\n";
   }
-  const json vars = env.value("variables", json::object());
+  const json vars = json_field(env, "variables", json::object());  // no probe: none
   for (const auto& [k, v] : vars.items())
     h << "<tr><td><code>" << markup_escape(k) << "</code></td><td><code>"
       << markup_escape(env_text(v)) << "</code></td></tr>\n";

@@ -307,3 +307,43 @@ TEST_F(OracleTest, MalformedJournalRecordsAreIgnoredWithAWarningAndRunAgain) {
   EXPECT_EQ(fresh.trials.load(), 2);  // neither was replayed
   EXPECT_EQ(oracle.stats().replayed, 0);
 }
+
+// The trials the HTML trace draws are judged by the oracle's own rule, match.regex included,
+// earlier sessions' trials first: a failure with the target's signature whose text the regex
+// does not find is not the target.
+TEST_F(OracleTest, TrialMarksAreJudgedWithTheRegexAcrossSessions) {
+  world.fails = [](const TrialConfig& c, int) { return has_37(c); };
+  world.crash = [](const TrialRequest& req) -> std::optional<Signature> {
+    for (int64_t i : req.config.samples.indices())
+      if (i == 5) {  // the target's signature in other words
+        Signature s = target_signature();
+        s.message = "other words";
+        return s;
+      }
+    return std::nullopt;
+  };
+  OracleOptions o = options();
+  o.regex = "planted";
+  {
+    Journal journal(dir.journal(), false);
+    Oracle oracle(spec, o, journal, nullptr, world.runner());
+    oracle.set_target(target_signature(), 1.0);
+    EXPECT_TRUE(oracle.interesting(with_samples({37})));
+    EXPECT_FALSE(oracle.interesting(with_samples({5})));
+  }
+  Journal journal(dir.journal(), true);
+  Oracle oracle(spec, o, journal, nullptr, world.runner());
+  oracle.set_target(target_signature(), 1.0);
+  EXPECT_FALSE(oracle.interesting(with_samples({1})));  // a fresh trial, after the journal's
+  const Signature target = target_signature();
+  const std::vector<TrialMark> marks = oracle.trial_marks(&target);
+  ASSERT_EQ(marks.size(), 3u);
+  EXPECT_EQ(marks[0].config.canonical(), with_samples({37}).canonical());
+  EXPECT_EQ(marks[0].status, TrialStatus::Fail);
+  EXPECT_TRUE(marks[0].target);
+  EXPECT_EQ(marks[1].status, TrialStatus::Fail);
+  EXPECT_FALSE(marks[1].target);
+  EXPECT_EQ(marks[2].status, TrialStatus::Pass);
+  EXPECT_FALSE(marks[2].target);
+  for (const TrialMark& m : oracle.trial_marks(nullptr)) EXPECT_FALSE(m.target);
+}

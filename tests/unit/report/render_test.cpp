@@ -2,6 +2,7 @@
 
 #include "common/text.hpp"
 #include "report/headline.hpp"
+#include "report/report_html.hpp"
 #include "report/repro.hpp"
 #include "spec/loader.hpp"
 
@@ -172,4 +173,40 @@ TEST(ReproSpec, NoSamplesDimensionWritesNoSamples) {
   EXPECT_EQ(yaml.find("samples: ''"), std::string::npos) << yaml;
   auto again = load_spec_text(yaml, "/tmp/repro.yaml");
   EXPECT_TRUE(again.spec) << (again.errors.empty() ? "" : again.errors[0].to_string());
+}
+
+// The HTML trace draws the trials as the reducer judged them: a failure it did not take is
+// never drawn as the target, whatever its signature.
+TEST(ReportHtml, TheTraceMarksExactlyTheTrialsTheReducerTook) {
+  Spec spec;
+  spec.name = "trace";
+  spec.file = "trace.yaml";
+  spec.stages.push_back({});
+  spec.stages.back().name = "node";
+  ReportInputs in;
+  in.spec = &spec;
+  in.out_dir = "/nonexistent";
+  ReductionResult& r = in.result;
+  r.status = ReductionStatus::Reduced;
+  r.target.category = "python_exception";
+  r.target.exception = "RuntimeError";
+  TrialConfig c;
+  c.procs_per_node = 2;
+  r.job = r.original = r.minimal = c;
+  r.trials = {{c, TrialStatus::Fail, true},
+              {c, TrialStatus::Fail, false},
+              {c, TrialStatus::Pass, false},
+              {c, TrialStatus::Infra, false}};
+  const std::string html = report_html(in);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<circle class=\"trial\""), 4u);
+  EXPECT_EQ(count(", the target failure</title>"), 1u);
+  EXPECT_EQ(count(", a different failure</title>"), 1u);
+  EXPECT_EQ(count(", passed</title>"), 1u);
+  EXPECT_EQ(count(", infra</title>"), 1u);
+  EXPECT_NE(html.find("trial number (1 to 4)"), std::string::npos);
 }
