@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/category_names.hpp"
 #include "common/signals.hpp"
 #include "common/text.hpp"
 #include "diagnose/categories.hpp"
@@ -32,7 +33,7 @@ std::optional<Event> crash_from_dump(const Event& e) {
       {"Illegal instruction", "SIGILL"}};
   Event c = e;
   c.kind = EventKind::Error;
-  c.category = "signal";
+  c.category = cat::signal;
   for (const auto& [text, sig] : kCrash)
     if (e.message.find(text) != std::string::npos) c.exception = sig;
   int num = 0;
@@ -49,11 +50,11 @@ Event exit_event(const Origin& origin, int exit_code, int signal, const std::str
   e.origin = origin;
   e.order = 1LL << 60;
   if (signal) {
-    e.category = "signal";
+    e.category = cat::signal;
     e.exception = signal_name(signal);
     e.message = "killed by " + e.exception + (text.empty() ? "" : " (" + text + ")");
   } else {
-    e.category = "exit_nonzero";
+    e.category = cat::exit_nonzero;
     e.exception = "exit " + std::to_string(exit_code);
     e.message = "exited with code " + std::to_string(exit_code) +
                 " without an error we could read" + (text.empty() ? "" : " (" + text + ")");
@@ -82,7 +83,7 @@ void reported_exits(const Facts& facts, std::vector<Event>& out) {
     Origin o = r.origin;
     if (r.ambiguous) o.local_rank.reset();  // the command line of the last one spawned
     Event e = exit_event(o, r.exit_code.value_or(1), r.signal, r.text);
-    if (r.memory) e.category = "host_oom";
+    if (r.memory) e.category = cat::host_oom;
     e.first_observed = r.root_cause;
     e.source = r.source;
     e.order = r.order;
@@ -95,14 +96,16 @@ void reported_exits(const Facts& facts, std::vector<Event>& out) {
 // type of its own (a watchdog quoting "CUDA error: ..."): the abort is that error's wrapper.
 void adopt_wrapped_errors(std::vector<Event>& events) {
   for (auto& e : events) {
-    if (e.kind != EventKind::Error || e.category != "cpp_exception" || !e.message.empty() || e.weak)
+    if (e.kind != EventKind::Error || e.category != cat::cpp_exception || !e.message.empty() ||
+        e.weak)
       continue;
     Event* next = nullptr;
     for (auto& o : events)
       if (&o != &e && o.source == e.source && o.order > e.order && (!next || o.order < next->order))
         next = &o;
     if (!next || next->kind != EventKind::Error || !next->exception.empty() ||
-        !next->frames.empty() || !is_primary(next->category) || next->category == "cpp_exception")
+        !next->frames.empty() || !is_primary(next->category) ||
+        next->category == cat::cpp_exception)
       continue;
     e.category = next->category;
     e.message = next->message;
@@ -135,11 +138,11 @@ std::vector<Event> find_candidates(std::vector<Event> events, const Facts& facts
       out.push_back(std::move(*crash));
     }
     if (e.kind != EventKind::Error) continue;
-    if (auto g = e.category == "host_oom" && !e.origin.pid ? captures(e.message, killed_pid)
-                                                           : std::nullopt)
+    if (auto g = e.category == cat::host_oom && !e.origin.pid ? captures(e.message, killed_pid)
+                                                              : std::nullopt)
       for (const auto& v : *g) e.origin.pid = std::max<long>(e.origin.pid, number(v, 0));
     // What a memory line implies: Rust's allocator aborts, the kernel's OOM killer SIGKILLs.
-    if (e.category == "host_oom" && e.exception.empty()) {
+    if (e.category == cat::host_oom && e.exception.empty()) {
       if (e.message.find("memory allocation of") != std::string::npos)
         e.exception = "SIGABRT";
       else if (RE2::PartialMatch(e.message, R"((?i)killed process|oom[-_ ]kill|out of memory)"))
@@ -160,7 +163,7 @@ namespace ddpbisect {
 namespace {
 
 bool is_memory_line(const Event& e) {
-  return e.kind == EventKind::Error && e.category == "host_oom" && e.frames.empty();
+  return e.kind == EventKind::Error && e.category == cat::host_oom && e.frames.empty();
 }
 
 // Whether a memory monitor saw this process's host memory run out: its readings (or, when the
@@ -208,14 +211,14 @@ long matching_memory_line(const std::vector<Event>& c, const Event& x, size_t de
 // Whether `e` is the kind of error that ends a process the way `x` ended: a Python exception
 // exits with a code, a C++ exception or a watchdog aborts.
 bool ends_like(const Event& e, const Event& x) {
-  bool aborts = e.category == "comm_timeout" || e.category == "cpp_exception" ||
+  bool aborts = e.category == cat::comm_timeout || e.category == cat::cpp_exception ||
                 e.exception.find("::") != std::string::npos;
   return starts_with(x.exception, "SIG") ? x.exception == "SIGABRT" && aborts : !aborts;
 }
 
 bool explained_by_own_events(const std::vector<Event>& c, const Event& x) {
   return std::any_of(c.begin(), c.end(), [&](const Event& e) {
-    if (e.kind != EventKind::Error || e.handled || e.category == "launcher" || is_memory_line(e))
+    if (e.kind != EventKind::Error || e.handled || e.category == cat::launcher || is_memory_line(e))
       return false;
     if (!x.origin.rank) return e.source == x.source && ends_like(e, x);
     if (e.origin.rank == x.origin.rank || (e.printer && e.printer == x.origin.rank)) return true;
@@ -259,14 +262,14 @@ void fold_exits(std::vector<Event>& c, const Facts& facts) {
       continue;
     long m = matching_memory_line(c, x, deaths);
     if (m >= 0) {
-      x.category = "host_oom";
+      x.category = cat::host_oom;
       x.message = first_line(c[static_cast<size_t>(m)].message);
       c[static_cast<size_t>(m)].category = "";
     } else if (std::string growth = memory_growth(x, facts); !growth.empty()) {
-      x.category = "host_oom";
+      x.category = cat::host_oom;
       x.message =
           "killed by " + x.exception + " while " + growth + " (the kernel's OOM killer, probably)";
-    } else if (x.exception == "SIGKILL" && x.category == "signal") {
+    } else if (x.exception == "SIGKILL" && x.category == cat::signal) {
       x.message += "; no traceback: the kernel's OOM killer is the usual suspect";
     }
   }

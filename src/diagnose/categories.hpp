@@ -1,11 +1,14 @@
-// The failure categories: one table (categories.cpp) gives each its name, whether it can be a
-// root cause, the text that marks it and the variables a debug rerun sets for it. Adding a
-// category is one row there plus fixtures (docs/categories.md).
+// The failure categories: one table (common/categories.def) gives each its name, whether it can
+// be a root cause, the text that marks it and the variables a debug rerun sets for it. Adding a
+// category is one row there plus fixtures (docs/categories.md). Code names a category by its
+// constant (common/category_names.hpp: cat::hang), never by a string literal.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
+
+#include "common/category_names.hpp"
 
 namespace ddpbisect {
 

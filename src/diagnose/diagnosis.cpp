@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/category_names.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnose_steps.hpp"
 #include "diagnose/frames.hpp"
@@ -39,7 +40,7 @@ bool interrupted(const Event& e) {
 // 0 real primaries, 1 primary fragments, 2 echoes and infrastructure, 3 what the program
 // handled or a warning said, 4 the launchers' own reports.
 int tier(const Event& e) {
-  if (e.category == "launcher") return 4;
+  if (e.category == cat::launcher) return 4;
   if (e.handled || e.weak) return 3;
   if (!is_primary(e.category) || interrupted(e)) return 2;
   // A traceback cut before its exception line says where, not what: a fragment too.
@@ -91,7 +92,7 @@ bool launcher_reported_failure(const Facts& facts, const DiagnosisInput& in) {
 
 Event hang_event(const HangVerdict& v, const DiagnosisInput& in, const std::string& timeout) {
   Event h;
-  h.category = "hang";
+  h.category = cat::hang;
   h.origin.rank = v.culprit;
   if (v.culprit) h.origin.rank_from = "the wavefront (" + v.reason + ")";
   h.frames = v.frames;
@@ -141,11 +142,11 @@ void retarget_echo(Event& root, const std::vector<Event>& candidates, const Fact
 // A collective mismatch every rank reports is the odd rank's: the one that ran another
 // collective than the rest at that sequence number (DETAIL's fingerprints say which).
 void prefer_odd_rank(Event& root, const std::vector<Event>& candidates, const Facts& facts) {
-  if (root.category != "collective_mismatch") return;
+  if (root.category != cat::collective_mismatch) return;
   std::vector<int> odd = odd_ranks(facts, nullptr);
   if (odd.empty() || (root.origin.rank && *root.origin.rank == odd.front())) return;
   for (const auto& e : candidates)
-    if (e.category == "collective_mismatch" && e.origin.rank == odd.front()) {
+    if (e.category == cat::collective_mismatch && e.origin.rank == odd.front()) {
       root = e;
       return;
     }
@@ -156,7 +157,7 @@ void prefer_odd_rank(Event& root, const std::vector<Event>& candidates, const Fa
 // failure does not say which rank took the other path: the printer is one of the two, not
 // necessarily the odd one. Both are named; the rank stays unknown.
 std::vector<int> mismatch_tie(const Event& root, const Facts& facts) {
-  if (root.category != "collective_mismatch" || root.first_observed) return {};
+  if (root.category != cat::collective_mismatch || root.first_observed) return {};
   if (!odd_ranks(facts, nullptr).empty()) return {};
   static const RE2 running(R"(\b[Rr]ank (\d+) is running collective)");
   std::set<int> named;
@@ -184,11 +185,11 @@ bool interrupted_while_waiting(const Event& e) {
 std::string confidence_of(const Diagnosis& d) {
   const Event& r = d.root;
   if (!r.origin.rank || !is_primary(r.category) || r.kind == EventKind::Exit ||
-      (r.category == "hang" && r.frames.empty()))
+      (r.category == cat::hang && r.frames.empty()))
     return "low";
   static const std::set<std::string> direct = {
       "prefix", "file name", "error file", "local rank", "process id", "message", "exit status"};
-  bool whole = !r.exception.empty() || r.category == "hang";
+  bool whole = !r.exception.empty() || r.category == cat::hang;
   return direct.count(r.origin.rank_from) && whole ? "high" : "medium";
 }
 
@@ -286,7 +287,7 @@ std::string explain_diagnosis(const Diagnosis& d) {
   if (!d.failed) return "No failure found in these logs.";
   const Event& root = d.root;
   std::ostringstream os;
-  if (root.category == "hang") {
+  if (root.category == cat::hang) {
     os << "The job hung: " << root.message;
     if (const Frame* f = best_frame(root)) os << "; it was at " << frame_display(f);
     os << ".";
@@ -330,7 +331,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     // Ranks that timed out in a collective with no failure of anyone's own in the logs: a hang,
     // whether or not the wavefront can name the rank they waited for (unknown when it cannot).
     auto timeout = std::find_if(c.begin(), c.end(), [](const Event& e) {
-      return e.category == "comm_timeout" && !e.handled && !e.weak;
+      return e.category == cat::comm_timeout && !e.handled && !e.weak;
     });
     std::string quoted = timeout == c.end() ? "" : first_line(timeout->message).substr(0, 300);
     // Unless the timeouts point at one rank (the echoes' target: named by them, or the only
@@ -341,7 +342,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   }
   if (in.stop_kind == "timeout" && std::none_of(c.begin(), c.end(), real_primary)) {
     Event t;
-    t.category = "trial_timeout";
+    t.category = cat::trial_timeout;
     t.message = "the trial ran past its timeout";
     t.source = "timeout";
     c.push_back(t);
@@ -360,7 +361,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     }
     Event& k = c[*root];
     const Frame* at = k.frames.empty() ? nullptr : &k.frames.back();
-    k.category = "hang";
+    k.category = cat::hang;
     k.exception.clear();
     k.origin.rank.reset();
     k.origin.rank_from.clear();
@@ -382,7 +383,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   if (!is_primary(d.root.category)) retarget_echo(d.root, c, ev.facts, world);
   // An echo that is the root cause after all (no rank's own failure, none its words point at)
   // is the error it quotes: NCCL's own error text under a peer's "remote process exited".
-  if (d.root.category == "peer_closed" && !d.root.exception.empty())
+  if (d.root.category == cat::peer_closed && !d.root.exception.empty())
     if (std::string quoted = quoted_primary(d.root.message); !quoted.empty())
       d.root.category = quoted;
   prefer_odd_rank(d.root, c, ev.facts);
@@ -405,7 +406,8 @@ Diagnosis diagnose(const DiagnosisInput& in) {
                                 d.signature.stuck.end())
         d.signature.stuck.push_back(where);
   std::sort(d.signature.stuck.begin(), d.signature.stuck.end());
-  d.ranks = summarize_ranks(c, d.root, world, in, d.root.category == "hang" ? hang : std::nullopt);
+  d.ranks =
+      summarize_ranks(c, d.root, world, in, d.root.category == cat::hang ? hang : std::nullopt);
   d.explanation = explain_diagnosis(d);
   d.confidence = confidence_of(d);
   d.evidence = evidence_of(d);

@@ -420,8 +420,7 @@ void FactReader::size_line(std::string_view text) {
       R"((?i)\bworld[ _]size[\s:=]+(\d+)|MEMBER: \d+/(\d+)|Starting with (\d+) processes|GLOBAL_RANK: (\d+))");
   static const RE2 per_node(R"(--(?:nproc[_-]per[_-]node|num[_-]gpus)[= ](\d{1,4})\b)");
   if (auto n = captures(text, per_node))
-    facts_.procs_per_node =
-        std::max(facts_.procs_per_node, static_cast<int>(number((*n)[0], 0)));
+    facts_.procs_per_node = std::max(facts_.procs_per_node, static_cast<int>(number((*n)[0], 0)));
   auto g = captures(text, re);
   if (!g) return;
   for (size_t i = 0; i < 3; ++i)

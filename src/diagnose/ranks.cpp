@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/category_names.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnose_steps.hpp"
 #include "diagnose/frames.hpp"
@@ -57,9 +58,9 @@ std::optional<int> rank_of_pid(long pid, const std::string& source, const Facts&
 // How an event ended its process, to match it with a launcher's report of that process.
 int expected_signal(const Event& e) {
   if (e.exception == "SIGSEGV" || e.exception == "SIGBUS" || e.exception == "SIGFPE") return 11;
-  if (e.category == "cpp_exception" || e.exception == "SIGABRT" ||
-      e.exception.find("::") != std::string::npos || e.category == "collective_mismatch" ||
-      (e.category == "host_oom" && e.frames.empty()))
+  if (e.category == cat::cpp_exception || e.exception == "SIGABRT" ||
+      e.exception.find("::") != std::string::npos || e.category == cat::collective_mismatch ||
+      (e.category == cat::host_oom && e.frames.empty()))
     return 6;
   return 0;
 }
@@ -67,7 +68,7 @@ int expected_signal(const Event& e) {
 bool report_matches(const ProcessReport& r, const Event& e) {
   int sig = expected_signal(e);
   if (sig == 11) return r.signal == 11 || r.signal == 7 || r.signal == 8;
-  if (sig == 6) return r.signal == 6 || (e.category == "host_oom" && r.signal == 9);
+  if (sig == 6) return r.signal == 6 || (e.category == cat::host_oom && r.signal == 9);
   return !r.signal && r.exit_code && *r.exit_code > 0;
 }
 
@@ -156,7 +157,7 @@ bool store_server(const Event& e) {
 // (CUDA_VISIBLE_DEVICES per rank) calls it GPU 0, so only a device above 0 tells the rank.
 std::optional<int> device_local_rank(const Event& e) {
   static const RE2 device(R"(\(GPU (\d{1,3}); |\bGPU (\d{1,3}) has a total capacity)");
-  if (e.kind != EventKind::Error || e.category != "cuda_oom") return std::nullopt;
+  if (e.kind != EventKind::Error || e.category != cat::cuda_oom) return std::nullopt;
   auto g = captures(e.message, device);
   if (!g) return std::nullopt;
   long n = number((*g)[0].empty() ? (*g)[1] : (*g)[0], 0);
@@ -169,7 +170,7 @@ void from_origin(Event& e, const Facts& facts) {
     if (auto g = global_of_local(*e.origin.local_rank, e.source, facts))
       return set_rank(e, *g, "local rank");
   if (auto r = rank_of_pid(e.origin.pid, e.source, facts)) return set_rank(e, *r, "process id");
-  if (e.kind == EventKind::Error && e.category != "launcher")
+  if (e.kind == EventKind::Error && e.category != cat::launcher)
     if (auto s = stated_rank(e.message)) return set_rank(e, *s, "message");
   if (store_server(e))
     return set_rank(e, 0, "the store's server: only rank 0 binds its port (env:// rendezvous)");
@@ -229,9 +230,9 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
           set_rank(e, *g, "the device its out-of-memory message names (one GPU per rank)");
   // Device 0 exists wherever CUDA runs at all, so on a node of two ranks a device ordinal that
   // is invalid (set_device(local_rank) on a machine with one GPU) is local rank 1's.
-  const int per_node = facts.procs_per_node > 0                       ? facts.procs_per_node
+  const int per_node = facts.procs_per_node > 0                   ? facts.procs_per_node
                        : !facts.node_tags && facts.world_size > 0 ? facts.world_size
-                                                                      : 0;
+                                                                  : 0;
   for (auto& e : events)
     if (!e.origin.rank && e.kind == EventKind::Error && per_node == 2 &&
         e.message.find("invalid device ordinal") != std::string::npos)
@@ -252,7 +253,7 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
       set_rank(e, *silent.begin(), "the only rank with nothing else to show");
   }
   for (auto& e : events)
-    if (!e.origin.rank && e.near_rank && !e.weak && e.category != "launcher" &&
+    if (!e.origin.rank && e.near_rank && !e.weak && e.category != cat::launcher &&
         (e.kind == EventKind::Stack || !is_primary(e.category)))
       set_rank(e, *e.near_rank, "the prefixed line before it");
 }

@@ -1,6 +1,7 @@
 // The signature of a failure (what "fails the same way" means) and the JSON of a diagnosis.
 #include <regex>
 
+#include "common/category_names.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/frames.hpp"
@@ -55,7 +56,7 @@ bool same_failure(const Signature& target, const Signature& cand, const std::str
     }
   }
   if (level == "loose") return true;
-  if (target.category == "hang") {
+  if (target.category == cat::hang) {
     // One hang, read more or less precisely: the same stuck frames, and the culprit's frame
     // where both readings name one.
     if (target.stuck != cand.stuck) return false;
@@ -69,9 +70,9 @@ bool same_failure(const Signature& target, const Signature& cand, const std::str
 
 bool debug_rerun_explains(const Signature& target, const Signature& rerun) {
   if (same_failure(target, rerun, "loose")) return true;
-  bool stuck = target.category == "hang" || target.category == "comm_timeout" ||
-               target.category == "trial_timeout";
-  return stuck && rerun.category == "collective_mismatch";
+  bool stuck = target.category == cat::hang || target.category == cat::comm_timeout ||
+               target.category == cat::trial_timeout;
+  return stuck && rerun.category == cat::collective_mismatch;
 }
 
 bool matches_pinned(const std::string& category, const std::string& exception,

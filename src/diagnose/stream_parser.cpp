@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/category_names.hpp"
 #include "common/text.hpp"
 #include "diagnose/categories.hpp"
 #include "diagnose/frames.hpp"
@@ -353,8 +354,8 @@ void StreamParser::after_exception_line(const CleanLine& l, double time, long lo
   static const RE2 process(R"(^\s*-- Process (\d+) terminated with the following error)");
   int index = 0;
   if (RE2::PartialMatch(piece(text), process, &index)) {
-    next_rank_ = index;              // mp.spawn: the traceback that follows is process N's
-    current_.category = "launcher";  // this one is the parent re-raising it
+    next_rank_ = index;                 // mp.spawn: the traceback that follows is process N's
+    current_.category = cat::launcher;  // this one is the parent re-raising it
     return emit();
   }
   if (text.empty()) {  // a blank line ends the message; a chain may still follow
@@ -517,7 +518,7 @@ bool StreamParser::start_block(const CleanLine& l, double time, long long order)
     // after another failure: evidence of trouble, not a cause by itself.
     current_.exception = "std::terminate";
     current_.message = std::string(trim(text));
-    current_.category = "cpp_exception";
+    current_.category = cat::cpp_exception;
     current_.weak = true;
     emit();
     return true;
@@ -598,7 +599,7 @@ void StreamParser::free_line(const CleanLine& l, double time, long long order) {
   current_.message = std::string(trim(text));
   current_.weak = weak;
   current_.garbled = garbled(text);
-  if (category == "nccl_error" && !nccl_warn(text)) current_.exception = "NCCLError";
+  if (category == cat::nccl_error && !nccl_warn(text)) current_.exception = "NCCLError";
   emit();
 }
 

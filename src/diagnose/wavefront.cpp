@@ -11,6 +11,7 @@
 #include <climits>
 #include <map>
 
+#include "common/category_names.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnose_steps.hpp"
 #include "diagnose/frames.hpp"
@@ -93,7 +94,7 @@ std::map<int, Stack> rank_stacks(const std::vector<Event>& candidates,
       offer(*s.origin.rank, s.frames, s.thread == "collective" ? "collective" : "dump",
             s.thread == "collective" ? 1 : 0);
   for (const auto& e : candidates)
-    if (e.origin.rank && e.category == "comm_timeout")
+    if (e.origin.rank && e.category == cat::comm_timeout)
       offer(*e.origin.rank, e.frames, "traceback", 2);
   return out;
 }
@@ -277,11 +278,11 @@ std::optional<HangVerdict> attribute_hang(const std::vector<Event>& candidates,
                                           const std::set<int>& world, bool declared) {
   std::set<int> waiting;
   for (const auto& e : candidates)
-    if (e.category == "comm_timeout" && e.origin.rank) waiting.insert(*e.origin.rank);
+    if (e.category == cat::comm_timeout && e.origin.rank) waiting.insert(*e.origin.rank);
   for (const auto& p : facts.positions)
     if (p.timed_out) waiting.insert(p.rank);
   bool echoes = std::any_of(candidates.begin(), candidates.end(),
-                            [](const Event& e) { return e.category == "comm_timeout"; });
+                            [](const Event& e) { return e.category == cat::comm_timeout; });
   std::map<int, Stack> st = rank_stacks(candidates, stacks);
   // Stacks someone dumped from live ranks (py-spy, faulthandler's timer), some of them waiting
   // in a collective: what one takes of a job that hangs.

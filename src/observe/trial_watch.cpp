@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/category_names.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/process.hpp"
 #include "launch/process_tree.hpp"
@@ -566,7 +567,7 @@ bool TrialWatch::sample_matches_expected() {
   DiagnosisInput din = inputs_from_outcome(now.to_json());
   din.library_patterns = spec_.match.ignore_frames;
   const Diagnosis d = diagnose(din);
-  sample_matched_ = d.failed && d.root.category == "hang" && setup_.expected_hang(d);
+  sample_matched_ = d.failed && d.root.category == cat::hang && setup_.expected_hang(d);
   return sample_matched_;
 }
 

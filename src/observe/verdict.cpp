@@ -1,5 +1,6 @@
 #include "observe/verdict.hpp"
 
+#include "common/category_names.hpp"
 #include "common/signals.hpp"
 
 namespace ddpbisect {
@@ -62,9 +63,9 @@ Verdict judge_trial(const TrialOutcome& out, const TrialEnd& end) {
 
 Verdict refine_verdict(const Verdict& verdict, const Diagnosis& d) {
   if (verdict.status != TrialStatus::Fail || !d.failed) return verdict;
-  if (d.root.category == "infra")
+  if (d.root.category == cat::infra)
     return {TrialStatus::Infra, "infrastructure: " + d.root.message.substr(0, 200)};
-  if (d.root.category == "resource_limit") return verdict;
+  if (d.root.category == cat::resource_limit) return verdict;
   return {TrialStatus::Fail, rank_words(d.root.origin.rank) + ": " + d.signature.to_string()};
 }
 
@@ -76,11 +77,11 @@ Diagnosis resource_limit_diagnosis(const ResourceFault& fault, Diagnosis d) {
     d.root.origin.rank = fault.rank;
     d.root.origin.rank_from = "limits";
   }
-  d.root.category = "resource_limit";
+  d.root.category = cat::resource_limit;
   d.root.exception = fault.limit;
   d.root.message = "the trial's processes reached " + fault.limit + " " + fault.detail;
   d.signature = Signature{};
-  d.signature.category = "resource_limit";
+  d.signature.category = cat::resource_limit;
   d.signature.exception = fault.limit;
   if (fault.rank >= 0) d.signature.ranks = {fault.rank};
   d.explanation = "ddpbisect stopped the trial: " + d.root.message +

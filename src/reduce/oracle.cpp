@@ -6,6 +6,7 @@
 #include <functional>
 #include <random>
 
+#include "common/category_names.hpp"
 #include "common/interrupt.hpp"
 #include "common/json_util.hpp"
 #include "common/output.hpp"
@@ -395,7 +396,7 @@ void Oracle::check_space() const {
 
 Oracle::Hints Oracle::hints() const {
   Hints h{timings_.hang_floor_s(spec_.limits), timings_.timeout_s(spec_.limits), std::nullopt};
-  if (has_target_ && target_.category == "hang") h.expected_hang = target_;
+  if (has_target_ && target_.category == cat::hang) h.expected_hang = target_;
   return h;
 }
 
@@ -404,7 +405,7 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& en
   timings_.learn(r);
   // A hang read more precisely than the target (its culprit named where the target had none)
   // refines the target: the same hang, better described.
-  if (has_target_ && env.empty() && matches(r) && target_.category == "hang" &&
+  if (has_target_ && env.empty() && matches(r) && target_.category == cat::hang &&
       target_.frame.empty() && !r.signature->frame.empty())
     target_ = *r.signature;
   if (r.replayed) {

@@ -300,7 +300,7 @@ void Reduction::debug_phase() {
                        r.dir;
     if (variants[i].count("TORCH_DISTRIBUTED_DEBUG") &&
         variants[i].at("TORCH_DISTRIBUTED_DEBUG") == "DETAIL" && r.signature &&
-        r.signature->category == "signal")
+        r.signature->category == cat::signal)
       note += " (PyTorch 2.x's DDP over Gloo crashes in its constructor under DETAIL)";
     if (i + 1 < variants.size()) note += "; trying the next variables";
     result_.debug_notes.push_back(note);

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/category_names.hpp"
 #include "common/text.hpp"
 #include "spec/launchers.hpp"
 #include "spec/passes.hpp"
@@ -1050,7 +1051,8 @@ class SpecLoader {
       if (r_.expect_map(k, "match.signature")) {
         r_.check_keys(k, "match.signature", {"category", "exception", "frame"});
         if (auto c = k["category"]) {
-          if (auto v = r_.string(c, "match.signature.category")) spec.match.signature_category = *v;
+          if (auto v = r_.one_of(c, "match.signature.category", category_names()))
+            spec.match.signature_category = *v;
         } else {
           r_.error(k, "match.signature.category", "missing: a pinned signature names its category");
         }

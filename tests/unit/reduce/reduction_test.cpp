@@ -360,7 +360,7 @@ TEST_F(ReductionTest, UnusedParametersGetAnInfoRerun) {
   EXPECT_TRUE(r.debug_notes.empty());
 }
 
-// Issue #29: the debug reruns are the category table's (diagnose/categories.cpp); the reducer
+// Issue #29: the debug reruns are the category table's (common/categories.def); the reducer
 // once kept its own list, in which DDP's marked-twice error had none.
 TEST_F(ReductionTest, AMarkedTwiceErrorGetsTheTablesInfoRerun) {
   world.signature.category = "ddp_marked_twice";

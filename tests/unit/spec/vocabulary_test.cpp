@@ -72,3 +72,14 @@ TEST(LauncherVocabulary, TheNormalizedSpecWritesTheKeysTheKindReads) {
   for (const auto& kind : launcher_kinds())
     for (const auto& key : kind.requires_keys) EXPECT_TRUE(kind.takes(key)) << kind.name << key;
 }
+
+// match.signature.category takes the names of common/categories.def, and a misspelt one is an
+// error at its line with the name it was meant to be.
+TEST(CategoryVocabulary, APinnedSignatureNamesACategoryOfTheTable) {
+  EXPECT_EQ(errors_of("match: {signature: {category: nccl_error, exception: NCCLError}}\n"), "");
+  EXPECT_NE(errors_of("match: {signature: {category: cat_oom}}\n"), "");
+  const std::string bad = errors_of("match: {signature: {category: python_exeption}}\n");
+  EXPECT_NE(bad.find("t.yaml:10:31:"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("match.signature.category"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("python_exception"), std::string::npos) << bad;
+}
