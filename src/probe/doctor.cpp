@@ -11,11 +11,14 @@
 #include "common/interrupt.hpp"
 #include "common/json_util.hpp"
 #include "common/text.hpp"
+#include "launch/agent_env.hpp"
+#include "launch/isolation.hpp"
 #include "launch/launcher.hpp"
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
 #include "launch/rank_set.hpp"
+#include "launch/warm_server.hpp"
 #include "observe/trial_runner.hpp"
 #include "probe/clock.hpp"
 #include "probe/comm_probe.hpp"
@@ -83,6 +86,46 @@ json start_master(RankSet& set, const std::string& out, const ProcessSpec& p, st
   }
   error = "no answer from the master probe: " + out.substr(0, 300);
   return nullptr;
+}
+
+// 0. Where this ddpbisect found its helpers and the agent (the build tree, an install, a venv,
+// an override variable), and whether the spec needs one that is missing.
+Finding helpers_finding(const Spec& spec) {
+  std::error_code ec;
+  std::vector<std::string> where, missing_needed, missing_useful;
+  auto look = [&](const std::string& name, const std::string& path, const char* variable,
+                  bool needed, bool useful) {
+    const bool found = !path.empty() && fs::exists(path, ec);
+    where.push_back(name + " " + (found ? path : path.empty() ? "not found" : path + " (missing)"));
+    if (found) return;
+    if (needed)
+      missing_needed.push_back(name + " (" + variable + ")");
+    else if (useful)
+      missing_useful.push_back(name + " (" + variable + ")");
+  };
+  const bool command = spec.command.has_value();
+  const bool agent = command && spec.command->agent;
+  look("worker", worker_path(), "DDPBISECT_WORKER", spec.builtin.has_value(), false);
+  look("isolate", isolate_path(), "DDPBISECT_ISOLATE", false, command);
+  look("warm", warm_stub_path(), "DDPBISECT_WARM", false, command);
+  look("agent", agent_dir(), "DDPBISECT_AGENT_DIR", agent, false);
+  const std::string message = join(where, "; ");
+  if (!missing_needed.empty())
+    return {FindingStatus::Fail,
+            "helpers",
+            -1,
+            false,
+            message + "; this spec needs " + join(missing_needed, ", "),
+            "reinstall ddpbisect (cmake --install, pip install), or point the variable at it"};
+  if (!missing_useful.empty())
+    return {FindingStatus::Warn,
+            "helpers",
+            -1,
+            false,
+            message + "; without " + join(missing_useful, ", ") +
+                " trials share the working folder or start cold",
+            "reinstall ddpbisect, or point the variable at it"};
+  return {FindingStatus::Pass, "helpers", -1, false, message, ""};
 }
 
 // 1. The workload on one process: the first stage's cheap variant.
@@ -219,6 +262,7 @@ DoctorResult run_doctor(const Spec& spec, const DoctorOptions& opt) {
     for (const auto& s : spec.stages)
       if (!stage || s.world_size() > stage->world_size()) stage = &s;
   fs::create_directories(opt.out_dir);
+  res.findings.push_back(helpers_finding(spec));
   if (opt.sanity && !interrupted()) res.findings.push_back(sanity_finding(spec, opt.out_dir));
   if (interrupted()) return res;
 

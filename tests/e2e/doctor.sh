@@ -49,6 +49,16 @@ assert rows and rows[-1]["world"] == 4 and rows[-1]["busbw_GBps"] > 0, rows
 assert any(f["check"] == "sanity" and f["status"] == "pass" for f in d["findings"])
 assert len(d["nodes"]) == 2 and all(n.get("torch") for n in d["nodes"]), d["nodes"]
 ' "$tmp/demo.json" && ok || { bad "healthy demo: exit $rc"; tail -5 "$tmp/demo.err"; }
+# Where the helpers were found (issue 30), and a missing one the spec needs.
+/usr/bin/python3 -c '
+import json, sys
+f = [f for f in json.load(open(sys.argv[1]))["findings"] if f["check"] == "helpers"]
+assert len(f) == 1 and f[0]["status"] == "pass" and "worker " + sys.argv[2] + ";" in f[0]["message"], f
+' "$tmp/demo.json" "$(dirname "$(realpath "$bin")")/ddpbisect-worker" && ok || bad "the helpers finding of the demo"
+DDPBISECT_WORKER=$tmp/no-worker "$bin" doctor "$tmp/two.yaml" --out "$tmp/d6" --no-sanity --no-comm --json \
+  >"$tmp/noworker.json" 2>/dev/null; rc=$?
+[[ $rc == 1 ]] && finding "$tmp/noworker.json" fail helpers - && grep -q "no-worker (missing)" "$tmp/noworker.json" &&
+  ok || bad "a missing worker: exit $rc"
 "$bin" doctor "$tmp/two.yaml" --out "$tmp/d2" --no-sanity >"$tmp/two.out" 2>&1; rc=$?
 [[ $rc == 0 ]] && grep -q "over 2 ranks" "$tmp/two.out" && grep -qE "^ +16777216 +4194304 " "$tmp/two.out" && ok ||
   { bad "Gloo probe across 2 ranks: exit $rc"; cat "$tmp/two.out" >&2; }
