@@ -15,20 +15,11 @@ namespace {
 
 void print_root(const Diagnosis& d) {
   const Event& r = d.root;
-  std::string unknown = "unknown rank (the logs do not say which";
-  if (!d.rank_candidates.empty()) {
-    std::vector<std::string> named;
-    for (int c : d.rank_candidates) named.push_back("rank " + std::to_string(c));
-    unknown = "unknown rank (" + join(named, " or ") +
-              ": the error names both and nothing says which took the other path";
-  }
-  if (d.last_spawned_local_rank)
-    unknown += "; the launcher's failed command line has --local_rank=" +
-               std::to_string(*d.last_spawned_local_rank) +
-               ", the last process it started, which may not be the one that failed";
   std::cout << "root cause: "
-            << (r.origin.rank ? "rank " + std::to_string(*r.origin.rank) : unknown + ")") << ", "
-            << r.category << (is_primary(r.category) ? "" : " (no primary failure found)") << "\n";
+            << (r.origin.rank ? "rank " + std::to_string(*r.origin.rank)
+                              : "unknown rank (" + d.unknown_rank_why() + ")")
+            << ", " << r.category << (is_primary(r.category) ? "" : " (no primary failure found)")
+            << "\n";
   // The culprit's frame first: where to look.
   const Frame* at = r.user_frame();
   if (!at && !r.frames.empty()) at = &r.frames.back();

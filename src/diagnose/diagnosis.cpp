@@ -207,11 +207,8 @@ std::vector<std::string> evidence_of(const Diagnosis& d) {
   if (r.origin.rank)
     out.push_back("rank " + std::to_string(*r.origin.rank) + " from " +
                   (r.origin.rank_from.empty() ? "its line" : r.origin.rank_from));
-  else if (!d.rank_candidates.empty())
-    out.push_back("rank unknown: the error names ranks " + join(d.rank_candidates, " and ") +
-                  " and nothing says which diverged");
   else
-    out.push_back("rank unknown: no prefix, file name, launcher report or echo names it");
+    out.push_back("rank unknown: " + d.unknown_rank_why());
   if (r.first_observed) out.push_back("the launcher named it the first observed failure");
   if (const Frame* f = best_frame(r))
     out.push_back("frame " + frame_display(f) + (f->user ? " (the innermost user frame)" : ""));
@@ -219,6 +216,19 @@ std::vector<std::string> evidence_of(const Diagnosis& d) {
 }
 
 }  // namespace
+
+std::string Diagnosis::unknown_rank_why() const {
+  if (root.origin.rank) return "";
+  std::string why = "no prefix, file name, launcher report or echo names it";
+  if (!rank_candidates.empty())
+    why = "the error names ranks " + join(rank_candidates, " and ") +
+          " and nothing says which took the other path";
+  if (last_spawned_local_rank)
+    why += "; the launcher's failed command line has --local_rank=" +
+           std::to_string(*last_spawned_local_rank) +
+           ", the last process it started, which may not be the one that failed";
+  return why;
+}
 
 bool real_primary(const Event& e) {
   return tier(e) == 0;

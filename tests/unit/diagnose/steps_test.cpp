@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -521,7 +522,18 @@ TEST(Root, ATwoRankMismatchNamesBothRanksAndNeitherIsGuessed) {
   EXPECT_EQ(d.confidence, "low");
   nlohmann::json j = d.to_json();
   EXPECT_EQ(j["root_cause"]["rank_candidates"], nlohmann::json::array({2, 3}));
-  EXPECT_FALSE(j["root_cause"]["evidence"].empty());
+  // The evidence and `explain` say why in the same words, from one place.
+  const std::string why =
+      "the error names ranks 2 and 3 and nothing says which took the other path";
+  EXPECT_EQ(d.unknown_rank_why(), why);
+  EXPECT_NE(std::find(d.evidence.begin(), d.evidence.end(), "rank unknown: " + why),
+            d.evidence.end());
+  d.last_spawned_local_rank = 1;
+  EXPECT_NE(
+      d.unknown_rank_why().find(why + "; the launcher's failed command line has --local_rank=1"),
+      std::string::npos);
+  d.root.origin.rank = 2;
+  EXPECT_EQ(d.unknown_rank_why(), "");
 }
 
 TEST(Root, ACompletePrefixedTracebackIsHighConfidenceWithItsEvidence) {
