@@ -18,7 +18,7 @@ namespace ddpbisect {
 
 std::vector<Env> debug_variants(const Spec& spec, const std::string& category) {
   if (!spec.command) return {};  // the built-in worker reads none of these variables
-  // What to set comes from the category table (diagnose/categories.cpp), the one list of it.
+  // What to set comes from the category table (common/categories.def), the one list of it.
   const Env first = category_debug_variables(category);
   if (first.empty()) return {};
   std::vector<Env> out = {first};
