@@ -1,5 +1,6 @@
 #include "launch/process.hpp"
 
+#include "launch/process_tree.hpp"
 #include "launch/rank_set.hpp"
 
 #include <dirent.h>
@@ -241,9 +242,7 @@ std::vector<pid_t> find_token(const std::string& token) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (*end || pid <= 0 || pid == getpid()) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/environ", std::ios::binary);
-    if (!in) continue;
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string env = read_proc_file(std::string("/proc/") + e->d_name + "/environ");
     size_t pos = 0;
     while ((pos = env.find(needle, pos)) != std::string::npos) {
       bool starts = pos == 0 || env[pos - 1] == '\0';

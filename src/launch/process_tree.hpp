@@ -35,6 +35,11 @@ class ProcessTable {
   std::unordered_multimap<pid_t, pid_t> children_;
 };
 
+// A /proc file's whole text (cmdline, environ, status), or what could be read of it: a process
+// that exits while it is read makes read(2) fail with ESRCH, which a stream reading through
+// istreambuf_iterator throws as an exception; this never throws. "" when it cannot be opened.
+std::string read_proc_file(const std::string& path);
+
 // Bytes a process read and wrote through system calls (/proc/PID/io rchar + wchar), -1 unknown.
 int64_t process_io_bytes(pid_t pid);
 // Where a process's main thread waits in the kernel (/proc/PID/wchan), "" when running or unknown.

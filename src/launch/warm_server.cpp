@@ -11,6 +11,7 @@
 
 #include "common/interrupt.hpp"
 #include "common/text.hpp"
+#include "launch/process_tree.hpp"
 #include "launch/rank_plan.hpp"
 #include "launch/torchrun.hpp"
 
@@ -132,8 +133,7 @@ std::vector<std::string> warm_argv(const std::string& socket,
 }
 
 pid_t warm_rank_pid(pid_t stub) {
-  std::ifstream in("/proc/" + std::to_string(stub) + "/cmdline", std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_file("/proc/" + std::to_string(stub) + "/cmdline");
   // argv[0] is the stub; its first arguments are --socket NAME --child DIGITS.
   const std::vector<std::string> argv = split(text, '\0');
   if (argv.size() < 5 || fs::path(argv[0]).filename() != "ddpbisect-warm" || argv[3] != "--child")

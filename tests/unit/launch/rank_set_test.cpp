@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
 #include <thread>
 
 #include "common/interrupt.hpp"
+#include "launch/process_tree.hpp"
 
 using namespace ddpbisect;
 
@@ -154,4 +157,31 @@ TEST(RankSet, AFloodingChildDoesNotStarveTheWait) {
   EXPECT_LT(since(t0), 0.5) << "one wait read without bound";
   EXPECT_GT(bytes, 0u);
   EXPECT_LE(bytes, size_t{4} * (64 << 10));
+}
+
+// /proc files of a process are read whole while it lives, and as "" once it is gone: a process
+// that exits mid-read ends the read (ESRCH) instead of throwing out of the sweep or the
+// stack request that was reading it.
+TEST(ProcFiles, AProcessThatIsGoneReadsAsEmptyNeverAsAThrow) {
+  const pid_t child = fork();
+  if (child == 0) {
+    execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(child, 0);
+  const std::string dir = "/proc/" + std::to_string(child);
+  std::string cmdline;
+  for (int i = 0; i < 500 && cmdline.rfind("sleep", 0) != 0; ++i) {  // until it has exec'd
+    cmdline = read_proc_file(dir + "/cmdline");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(cmdline, std::string("sleep\0"
+                                 "30\0",
+                                 9));
+  EXPECT_NE(read_proc_file(dir + "/status").find("Name:\tsleep"), std::string::npos);
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(read_proc_file(dir + "/cmdline"), "");
+  EXPECT_EQ(read_proc_file("/nonexistent/ddpbisect/file"), "");
 }
