@@ -91,7 +91,25 @@ std::string portable(std::string sh) {
   return sh;
 }
 
+// While it lives, PATH names no folder: what run.sh makes of a launcher found on the PATH
+// (deepspeed's interpreter from its #! line) would otherwise depend on who runs the test.
+struct NoPath {
+  std::string saved;
+  bool had;
+  NoPath() : had(std::getenv("PATH") != nullptr) {
+    if (had) saved = std::getenv("PATH");
+    setenv("PATH", "/nonexistent", 1);
+  }
+  ~NoPath() {
+    if (had)
+      setenv("PATH", saved.c_str(), 1);
+    else
+      unsetenv("PATH");
+  }
+};
+
 std::string run_sh(const Case& c) {
+  const NoPath no_path;
   LoadResult r = load_spec_text(c.spec, "/work/job/spec.yaml");
   if (!r.spec) {
     ADD_FAILURE() << c.name << ": the spec does not load: "
