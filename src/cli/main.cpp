@@ -13,11 +13,8 @@
 #include "common/status_line.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
-#include "launch/agent_env.hpp"
-#include "launch/isolation.hpp"
+#include "launch/helpers.hpp"
 #include "launch/process.hpp"
-#include "launch/rank_plan.hpp"
-#include "launch/warm_server.hpp"
 #include "spec/passes.hpp"
 
 using namespace ddpbisect;
@@ -253,10 +250,13 @@ int main(int argc, char** argv) {
   app.name("ddpbisect");
   app.set_version_flag("--version", [] {
     // Where the helpers and the agent were found: the build tree, an install, or an override.
-    const std::string agent = agent_dir();
-    return std::string("ddpbisect ") + kVersion + "\nworker:  " + worker_path() +
-           "\nisolate: " + isolate_path() + "\nwarm:    " + warm_stub_path() +
-           "\nagent:   " + (agent.empty() ? "not found (set DDPBISECT_AGENT_DIR)" : agent);
+    std::string text = std::string("ddpbisect ") + kVersion;
+    for (const Helper& h : helpers()) {
+      const std::string label = std::string(h.name) + ":";
+      text += "\n" + label + std::string(9 - label.size(), ' ') +
+              (h.path.empty() ? std::string("not found (set ") + h.variable + ")" : h.path);
+    }
+    return text;
   });
   app.require_subcommand(1);
   app.footer(

@@ -5,20 +5,19 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "common/interrupt.hpp"
 #include "common/json_util.hpp"
 #include "common/text.hpp"
-#include "launch/agent_env.hpp"
-#include "launch/isolation.hpp"
+#include "launch/helpers.hpp"
 #include "launch/launcher.hpp"
 #include "launch/ports.hpp"
 #include "launch/process.hpp"
 #include "launch/rank_plan.hpp"
 #include "launch/rank_set.hpp"
-#include "launch/warm_server.hpp"
 #include "observe/trial_runner.hpp"
 #include "probe/clock.hpp"
 #include "probe/comm_probe.hpp"
@@ -91,24 +90,28 @@ json start_master(RankSet& set, const std::string& out, const ProcessSpec& p, st
 // 0. Where this ddpbisect found its helpers and the agent (the build tree, an install, a venv,
 // an override variable), and whether the spec needs one that is missing.
 Finding helpers_finding(const Spec& spec) {
-  std::error_code ec;
-  std::vector<std::string> where, missing_needed, missing_useful;
-  auto look = [&](const std::string& name, const std::string& path, const char* variable,
-                  bool needed, bool useful) {
-    const bool found = !path.empty() && fs::exists(path, ec);
-    where.push_back(name + " " + (found ? path : path.empty() ? "not found" : path + " (missing)"));
-    if (found) return;
-    if (needed)
-      missing_needed.push_back(name + " (" + variable + ")");
-    else if (useful)
-      missing_useful.push_back(name + " (" + variable + ")");
-  };
   const bool command = spec.command.has_value();
-  const bool agent = command && spec.command->agent;
-  look("worker", worker_path(), "DDPBISECT_WORKER", spec.builtin.has_value(), false);
-  look("isolate", isolate_path(), "DDPBISECT_ISOLATE", false, command);
-  look("warm", warm_stub_path(), "DDPBISECT_WARM", false, command);
-  look("agent", agent_dir(), "DDPBISECT_AGENT_DIR", agent, false);
+  // Needed: the spec cannot run without it. Useful: trials run, but share the working folder
+  // (isolate) or start cold (warm).
+  const std::map<std::string, std::pair<bool, bool>> needs = {
+      {"worker", {spec.builtin.has_value(), false}},
+      {"isolate", {false, command}},
+      {"warm", {false, command}},
+      {"agent", {command && spec.command->agent, false}}};
+  std::vector<std::string> where, missing_needed, missing_useful;
+  for (const Helper& h : helpers()) {
+    where.push_back(std::string(h.name) + " " +
+                    (h.found          ? h.path
+                     : h.path.empty() ? std::string("not found")
+                                      : h.path + " (missing)"));
+    if (h.found) continue;
+    const auto [needed, useful] = needs.at(h.name);
+    const std::string named = std::string(h.name) + " (" + h.variable + ")";
+    if (needed)
+      missing_needed.push_back(named);
+    else if (useful)
+      missing_useful.push_back(named);
+  }
   const std::string message = join(where, "; ");
   if (!missing_needed.empty())
     return {FindingStatus::Fail,
