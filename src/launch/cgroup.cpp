@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/text.hpp"
+#include "launch/process_tree.hpp"
 
 namespace ddpbisect {
 
@@ -88,17 +89,10 @@ bool write_file(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The counter `key` of a flat keyed file such as memory.events ("oom_kill 3").
 int64_t counter(const std::string& file, const std::string& key) {
   if (file.empty()) return 0;
-  std::istringstream in(read_file(file));
+  std::istringstream in(read_kernel_file(file));
   std::string k;
   int64_t v = 0;
   while (in >> k >> v)
@@ -108,7 +102,7 @@ int64_t counter(const std::string& file, const std::string& key) {
 
 std::vector<pid_t> members(const std::string& dir) {
   std::vector<pid_t> pids;
-  std::istringstream in(read_file(dir + "/cgroup.procs"));
+  std::istringstream in(read_kernel_file(dir + "/cgroup.procs"));
   long p = 0;
   while (in >> p) pids.push_back(static_cast<pid_t>(p));
   return pids;
@@ -121,7 +115,7 @@ bool make_dir(const std::string& dir) {
 // Turns on `controllers` for the children of `dir` (v2); true when they are all on.
 bool enable_controllers(const std::string& dir, const std::vector<std::string>& controllers) {
   for (const auto& c : controllers) {
-    if (read_file(dir + "/cgroup.subtree_control").find(c) != std::string::npos) continue;
+    if (read_kernel_file(dir + "/cgroup.subtree_control").find(c) != std::string::npos) continue;
     if (!write_file(dir + "/cgroup.subtree_control", "+" + c)) return false;
   }
   return true;
@@ -144,7 +138,7 @@ TrialCgroup TrialCgroup::create(const std::string& name, const CgroupLimits& lim
   // The v2 side: controllers it must carry for the limits the v1 side does not take.
   if (v2) {
     std::vector<std::string> want;
-    const std::string offered = read_file(v2->mount + "/cgroup.controllers");
+    const std::string offered = read_kernel_file(v2->mount + "/cgroup.controllers");
     if (limits.memory_bytes && !mem1 && offered.find("memory") != std::string::npos)
       want.push_back("memory");
     if (limits.max_procs && !pids1 && offered.find("pids") != std::string::npos)

@@ -242,7 +242,7 @@ std::vector<pid_t> find_token(const std::string& token) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (*end || pid <= 0 || pid == getpid()) continue;
-    const std::string env = read_proc_file(std::string("/proc/") + e->d_name + "/environ");
+    const std::string env = read_kernel_file(std::string("/proc/") + e->d_name + "/environ");
     size_t pos = 0;
     while ((pos = env.find(needle, pos)) != std::string::npos) {
       bool starts = pos == 0 || env[pos - 1] == '\0';

@@ -12,7 +12,7 @@
 
 namespace ddpbisect {
 
-std::string read_proc_file(const std::string& path) {
+std::string read_kernel_file(const std::string& path) {
   std::string out;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;

@@ -35,10 +35,11 @@ class ProcessTable {
   std::unordered_multimap<pid_t, pid_t> children_;
 };
 
-// A /proc file's whole text (cmdline, environ, status), or what could be read of it: a process
-// that exits while it is read makes read(2) fail with ESRCH, which a stream reading through
-// istreambuf_iterator throws as an exception; this never throws. "" when it cannot be opened.
-std::string read_proc_file(const std::string& path);
+// A /proc or /sys file's whole text (a process's cmdline, environ, status; a cgroup's files), or
+// what could be read of it: a process that exits while it is read makes read(2) fail with ESRCH,
+// which a stream reading through istreambuf_iterator throws as an exception; this never throws.
+// "" when it cannot be opened.
+std::string read_kernel_file(const std::string& path);
 
 // Bytes a process read and wrote through system calls (/proc/PID/io rchar + wchar), -1 unknown.
 int64_t process_io_bytes(pid_t pid);

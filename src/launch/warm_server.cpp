@@ -133,7 +133,7 @@ std::vector<std::string> warm_argv(const std::string& socket,
 }
 
 pid_t warm_rank_pid(pid_t stub) {
-  const std::string text = read_proc_file("/proc/" + std::to_string(stub) + "/cmdline");
+  const std::string text = read_kernel_file("/proc/" + std::to_string(stub) + "/cmdline");
   // argv[0] is the stub; its first arguments are --socket NAME --child DIGITS.
   const std::vector<std::string> argv = split(text, '\0');
   if (argv.size() < 5 || fs::path(argv[0]).filename() != "ddpbisect-warm" || argv[3] != "--child")

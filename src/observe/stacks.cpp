@@ -134,13 +134,13 @@ bool python_wrapper(const ProcessFacts& p) {
 ProcessFacts process_facts(pid_t pid) {
   ProcessFacts p;
   const std::string dir = "/proc/" + std::to_string(pid);
-  const std::string cmdline = read_proc_file(dir + "/cmdline");
+  const std::string cmdline = read_kernel_file(dir + "/cmdline");
   if (cmdline.empty()) return p;  // gone, or a kernel thread
   p.argv = split(cmdline.back() == '\0' ? cmdline.substr(0, cmdline.size() - 1) : cmdline, '\0');
   std::error_code ec;
   p.exe = fs::read_symlink(dir + "/exe", ec).string();
   if (ec || p.exe.empty()) p.exe = p.argv.empty() ? "" : p.argv[0];
-  for (const auto& line : split(read_proc_file(dir + "/status"), '\n'))
+  for (const auto& line : split(read_kernel_file(dir + "/status"), '\n'))
     if (starts_with(line, "SigCgt:")) p.caught = std::strtoull(line.c_str() + 7, nullptr, 16);
   p.pid = pid;
   return p;

@@ -172,16 +172,16 @@ TEST(ProcFiles, AProcessThatIsGoneReadsAsEmptyNeverAsAThrow) {
   const std::string dir = "/proc/" + std::to_string(child);
   std::string cmdline;
   for (int i = 0; i < 500 && cmdline.rfind("sleep", 0) != 0; ++i) {  // until it has exec'd
-    cmdline = read_proc_file(dir + "/cmdline");
+    cmdline = read_kernel_file(dir + "/cmdline");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(cmdline, std::string("sleep\0"
                                  "30\0",
                                  9));
-  EXPECT_NE(read_proc_file(dir + "/status").find("Name:\tsleep"), std::string::npos);
+  EXPECT_NE(read_kernel_file(dir + "/status").find("Name:\tsleep"), std::string::npos);
   kill(child, SIGKILL);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_EQ(read_proc_file(dir + "/cmdline"), "");
-  EXPECT_EQ(read_proc_file("/nonexistent/ddpbisect/file"), "");
+  EXPECT_EQ(read_kernel_file(dir + "/cmdline"), "");
+  EXPECT_EQ(read_kernel_file("/nonexistent/ddpbisect/file"), "");
 }
