@@ -29,20 +29,7 @@ grep -q "^isolate: $prefix/libexec/ddpbisect/ddpbisect-isolate$" <<<"$v" &&
   bad "the installed ddpbisect does not use the prefix's helpers: $v"
 
 # A Python command job, from a copy of a zoo case outside the checkout.
-cp "$root/tests/zoo/python/rank_exception.py" "$root/tests/zoo/python/zoo_common.py" "$tmp/elsewhere/"
-sed -e "s|PYTHONPATH: ../../../python|PYTHONPATH: $prefix/share/ddpbisect/python|" \
-  "$root/tests/zoo/python/rank_exception.yaml" >"$tmp/elsewhere/rank_exception.yaml"
-want=$(grep -m1 "^# expect:" rank_exception.yaml)
-ddpbisect rank_exception.yaml --out out --quiet >/dev/null 2>err.txt ||
-  { bad "the installed ddpbisect's reduction exited $?: $(tail -3 err.txt)"; }
-py '
-import json, sys
-r = json.load(open("out/report.json"))
-want = dict(kv.split("=", 1) for kv in sys.argv[1].split(":", 1)[1].split())
-m = r["minimal"]
-assert str(m["nodes"]) == want["nodes"] and str(m["procs_per_node"]) == want["procs_per_node"], (m, want)
-assert r["signature"]["exception"] == want.get("exception", r["signature"]["exception"]), r["signature"]
-' "$want" && ok || bad "the installed reduction did not reach the zoo's minimum"
+zoo_case_reduces_here "$root" "$prefix/share/ddpbisect/python" "the installed ddpbisect"
 
 # The demo's built-in workload: one trial of its first stage through the installed worker.
 if [[ -x $prefix/libexec/ddpbisect/ddpbisect-worker ]]; then

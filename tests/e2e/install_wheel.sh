@@ -46,20 +46,7 @@ python -c 'import ddpbisect, sys; assert ddpbisect.__file__.startswith(sys.prefi
 
 # A Python zoo case, copied out of the checkout; the helper module comes from the venv, so the
 # spec's PYTHONPATH into the checkout goes.
-cp "$root/tests/zoo/python/rank_exception.py" "$root/tests/zoo/python/zoo_common.py" .
-grep -v "PYTHONPATH: ../../../python" "$root/tests/zoo/python/rank_exception.yaml" >rank_exception.yaml
-want=$(grep -m1 "^# expect:" rank_exception.yaml)
-ddpbisect rank_exception.yaml --out out --quiet >/dev/null 2>err.txt ||
-  bad "the wheel's reduction exited $?: $(tail -3 err.txt)"
-py '
-import json, sys
-r = json.load(open("out/report.json"))
-want = dict(kv.split("=", 1) for kv in sys.argv[1].split(":", 1)[1].split())
-m = r["minimal"]
-assert str(m["nodes"]) == want["nodes"] and str(m["procs_per_node"]) == want["procs_per_node"], (m, want)
-assert m["params"]["steps"] == int(want["steps"]), (m, want)
-assert r["signature"]["exception"] == want["exception"], r["signature"]
-' "$want" && ok || bad "the wheel's reduction did not reach the zoo's minimum"
+zoo_case_reduces_here "$root" "" "the wheel's ddpbisect"
 
 # explain where the libraries the build tree links are hidden: the wheel carries them.
 log=$root/tests/diagnose/fixtures/01-python-nameerror/input

@@ -25,6 +25,33 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 skip() { echo "SKIP: $*"; exit 77; }
+
+# zoo_case_reduces_here ROOT PYTHONPATH WHO: the rank_exception zoo case copied into the current
+# folder (out of the checkout), its spec's PYTHONPATH into the checkout replaced by PYTHONPATH
+# (removed when empty), reduced by the `ddpbisect` on PATH; ok when it reaches the minimum the
+# spec's `# expect:` line names. For the install tests: WHO names the ddpbisect in a failure.
+zoo_case_reduces_here() {
+  local root=$1 pythonpath=$2 who=$3 want
+  cp "$root/tests/zoo/python/rank_exception.py" "$root/tests/zoo/python/zoo_common.py" .
+  if [[ -n $pythonpath ]]; then
+    sed -e "s|PYTHONPATH: ../../../python|PYTHONPATH: $pythonpath|" \
+      "$root/tests/zoo/python/rank_exception.yaml" >rank_exception.yaml
+  else
+    grep -v "PYTHONPATH: ../../../python" "$root/tests/zoo/python/rank_exception.yaml" >rank_exception.yaml
+  fi
+  want=$(grep -m1 "^# expect:" rank_exception.yaml)
+  ddpbisect rank_exception.yaml --out out --quiet >/dev/null 2>err.txt ||
+    bad "$who's reduction exited $?: $(tail -3 err.txt)"
+  py '
+import json, sys
+r = json.load(open("out/report.json"))
+want = dict(kv.split("=", 1) for kv in sys.argv[1].split(":", 1)[1].split())
+m = r["minimal"]
+assert str(m["nodes"]) == want["nodes"] and str(m["procs_per_node"]) == want["procs_per_node"], (m, want)
+assert m["params"]["steps"] == int(want["steps"]), (m, want)
+assert r["signature"]["exception"] == want["exception"], r["signature"]
+' "$want" && ok || bad "$who's reduction did not reach the zoo's minimum"
+}
 need_root() { [[ $(id -u) -eq 0 ]] || skip "$1 needs root"; }
 
 # Processes whose environment carries DDPBISECT_TRIAL_TOKEN=TOKEN (any token when none given).
