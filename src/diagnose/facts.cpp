@@ -89,9 +89,10 @@ void FactReader::line(const CleanLine& l, const Origin& origin, long long order)
     facts_.local_seen[source_].insert(*origin.local_rank);
   // A banner entry's "rank : N (local_rank: M)" line starts one too: posts often keep only the
   // root cause's entry.
-  static const RE2 entry_rank(R"(^rank\s+: \d+ \(local_rank: \d+\)$)");
+  static const RE2 entry_rank(R"(^rank\s*: \d+ \(local_rank: \d+\)$)");
   if (in_banner_ || has(text, "Root Cause (first observed failure)") ||
-      (ends_with(trim(text), " FAILED") && text.size() < 200) || trim(text) == "Failures:" ||
+      trim(text) == "Root Cause:" || (ends_with(trim(text), " FAILED") && text.size() < 200) ||
+      trim(text) == "Failures:" ||
       (starts_with(trim(text), "rank") && RE2::FullMatch(piece(trim(text)), entry_rank))) {
     banner_line(text, order);
     return;
@@ -111,6 +112,12 @@ void FactReader::line(const CleanLine& l, const Origin& origin, long long order)
 
 // torchrun's ChildFailedError banner: entries "[N]:" with time, host, rank, exitcode,
 // error_file and traceback fields, first the other failures, then the root cause.
+void FactReader::finish(long long order) {
+  if (entry_open_) add_report(entry_, order);
+  entry_open_ = false;
+  in_banner_ = banner_root_ = false;
+}
+
 void FactReader::banner_line(std::string_view text, long long order) {
   std::string_view t = trim(text);
   auto close_entry = [&] {
@@ -127,7 +134,8 @@ void FactReader::banner_line(std::string_view text, long long order) {
     in_banner_ = true;
     entry_ = ProcessReport();
   }
-  if (has(t, "Root Cause (first observed failure)")) {
+  // torch 1.10's banner says "Root Cause:" before its entries.
+  if (has(t, "Root Cause (first observed failure)") || t == "Root Cause:") {
     close_entry();
     banner_root_ = true;
     return;

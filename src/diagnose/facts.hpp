@@ -52,6 +52,8 @@ class FactReader {
   // `origin`: whose line this is, as far as its tags and its file tell.
   void line(const CleanLine& line, const Origin& origin, long long order);
   bool idle() const { return !in_banner_ && mpirun_lines_ == 0; }
+  // The file ended: a banner entry its excerpt cut off before the closing rule still counts.
+  void finish(long long order);
 
  private:
   void banner_line(std::string_view text, long long order);

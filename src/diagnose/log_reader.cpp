@@ -108,6 +108,7 @@ class Reader {
   }
 
   void finish() {
+    facts_.finish(times_.empty() ? offset_ + 1 : lineno_);
     for (auto& [key, p] : parsers_) p->finish();
   }
 

@@ -252,6 +252,20 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
     if (world.size() >= 2 && silent.size() == 1)
       set_rank(e, *silent.begin(), "the only rank with nothing else to show");
   }
+  // The only rank the logs name at all shows a failure whose exception line it lacks (a tagged
+  // traceback tail, its untagged head quoted apart): an unranked exception is that rank's.
+  std::optional<int> only;
+  bool headless = false;
+  if (world.size() == 1)
+    for (const auto& e : events)
+      if (e.origin.rank && e.kind == EventKind::Error && is_primary(e.category)) {
+        only = e.origin.rank;
+        headless = headless || e.exception.empty();
+      }
+  for (auto& e : events)
+    if (only && headless && !e.origin.rank && e.kind == EventKind::Error &&
+        is_primary(e.category) && !e.exception.empty())
+      set_rank(e, *only, "the only rank the logs name, whose traceback lacks its exception");
   for (auto& e : events)
     if (!e.origin.rank && e.near_rank && !e.weak && e.category != cat::launcher &&
         (e.kind == EventKind::Stack || !is_primary(e.category)))

@@ -52,6 +52,28 @@ TEST(Facts, TorchrunBannerEntries) {
   EXPECT_EQ(f.local_to_global["console.log"][5], 13);
 }
 
+// torch 1.10's banner ("Root Cause:", "rank: N" with no padding), cut off before its closing
+// rule: the entry still counts once the file ends.
+TEST(Facts, OldBannerEntryCutOffBeforeItsRule) {
+  Facts facts;
+  FactReader r("console.log", facts);
+  long long order = 0;
+  LineCleaner cleaner;
+  for (const char* text : {"Root Cause:", "[0]:", "  time: 2021-08-26_17:12:07",
+                           "  rank: 2 (local_rank: 0)", "  exitcode: 1 (pid: 8045)", "  msg:"}) {
+    std::vector<CleanLine> lines;
+    cleaner.clean(text, "", lines);
+    for (const auto& l : lines) r.line(l, Origin{}, order++);
+  }
+  EXPECT_TRUE(facts.reports.empty());
+  r.finish(order);
+  ASSERT_EQ(facts.reports.size(), 1u);
+  EXPECT_EQ(facts.reports[0].origin.rank, 2);
+  EXPECT_EQ(facts.reports[0].exit_code, 1);
+  EXPECT_TRUE(facts.reports[0].root_cause);
+  EXPECT_TRUE(r.idle());
+}
+
 TEST(Facts, LaunchersOwnLines) {
   Facts f = read(
       "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 5 "

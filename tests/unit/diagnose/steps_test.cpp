@@ -139,6 +139,28 @@ TEST(Ranks, EchoesThatPointAndElimination) {
   EXPECT_FALSE(events[0].origin.rank);
 }
 
+// The only rank the logs name shows a traceback without its exception line; the exception
+// line, quoted apart, carries no tag: it is that rank's. With another rank in the logs, or a
+// ranked failure that names its own exception, it stays unknown.
+TEST(Ranks, AnUnrankedExceptionCompletesTheOnlyRanksHeadlessTraceback) {
+  Facts facts;
+  facts.ranks_seen = {4};
+  std::vector<Event> events = {error(std::nullopt, "python_exception", "ValueError", "too long"),
+                               error(4, "python_exception", "", "")};
+  attribute_ranks(events, facts);
+  EXPECT_EQ(events[0].origin.rank, 4);
+  Facts two;
+  two.ranks_seen = {4, 5};
+  events = {error(std::nullopt, "python_exception", "ValueError", "too long"),
+            error(4, "python_exception", "", ""), error(5, "peer_closed", "", "closed")};
+  attribute_ranks(events, two);
+  EXPECT_FALSE(events[0].origin.rank);
+  events = {error(std::nullopt, "python_exception", "ValueError", "too long"),
+            error(4, "python_exception", "KeyError", "k")};
+  attribute_ranks(events, facts);
+  EXPECT_FALSE(events[0].origin.rank);
+}
+
 TEST(Hang, TheRankThatIsNotWhereTheOthersAre) {
   std::set<int> world = {0, 1, 2, 3};
   std::vector<Event> timeouts;
