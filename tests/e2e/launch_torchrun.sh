@@ -34,7 +34,7 @@ workload:
 stages:
   - {name: single, nodes: 1, procs_per_node: 1}
   - {name: multinode, nodes: 2, procs_per_node: 2}
-limits: {trial_timeout: 90s}
+limits: {trial_timeout: 180s}
 EOS
 t0=$SECONDS
 "$bin" "$tmp/bug.yaml" --out "$tmp/red" --quiet --confirm 1 >"$tmp/red.out" 2>"$tmp/red.err" ||
@@ -53,7 +53,7 @@ for f in glob.glob(sys.argv[1] + "/red/trials/*/outcome.json"):
     if o["config"]["nodes"] * o["config"]["procs_per_node"] == 4:
         assert sorted(r["rank"] for r in o["ranks"]) == [0, 1, 2, 3], f
         assert len(o["agent_logs"]) == 2, f
-' "$tmp" && ok || bad "the torchrun job was not reduced to 2x2 ranks and sample 3"
+' "$tmp" && ok || { bad "the torchrun job was not reduced to 2x2 ranks and sample 3"; trial_story "$tmp/red"; }
 [[ $(leftovers) == 0 ]] && ok || bad "processes left after the reduction: $(leftovers)"
 
 # 2. A hang under torchrun: rank 2 stops before its all_reduce; every rank's stack is harvested.

@@ -26,6 +26,21 @@ trap 'exit 143' TERM
 
 skip() { echo "SKIP: $*"; exit 77; }
 
+# trial_story OUT: one line per trial of a reduction's journal, to stderr: what a failed
+# reduction tried and what each trial was judged, so a red CI log says why without the files.
+trial_story() {
+  py '
+import json, sys
+for line in open(sys.argv[1] + "/journal.jsonl"):
+    o = json.loads(line)
+    if o.get("type") != "trial": continue
+    c, s = o["config"], o.get("signature") or {}
+    print("  trial", o["dir"][-4:], c["nodes"], "x", c["procs_per_node"], "samples", c["samples"],
+          o["status"], "%.1f s" % o["duration_s"], s.get("category", ""), s.get("ranks", ""),
+          o["text"].split("\n")[0][:120], file=sys.stderr)
+' "$1" || echo "  (no journal in $1)" >&2
+}
+
 # zoo_case_reduces_here ROOT PYTHONPATH WHO: the rank_exception zoo case copied into the current
 # folder (out of the checkout), its spec's PYTHONPATH into the checkout replaced by PYTHONPATH
 # (removed when empty), reduced by the `ddpbisect` on PATH; ok when it reaches the minimum the
