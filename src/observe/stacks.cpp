@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <thread>
 
@@ -183,6 +184,32 @@ std::map<std::string, std::string> flight_recorder_env(const std::string& dir) {
           {"TORCH_FR_DUMP_TEMP_FILE", dir + "/rank"},
           {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", dir + "/rank"},
           {"DDPBISECT_FR_DUMP", dir}};
+}
+
+// A line of a stack dump (faulthandler's, py-spy's, our worker's, the agent's trace): the answer
+// to a stack request, never progress, however late it comes.
+bool is_dump_line(std::string_view line) {
+  auto starts = [&](std::string_view p) { return line.substr(0, p.size()) == p; };
+  return starts("Thread 0x") || starts("Current thread 0x") || starts("  File \"") ||
+         starts("Stack (most recent call first)") || starts("DDPBISECT_COLLECTIVES ") ||
+         starts("  <no Python frame>") || starts("Process ") || starts("Python v") ||
+         starts("Thread ") || starts("    ") || starts("ddpbisect-worker stack dump") ||
+         line.empty();
+}
+
+// Whether a dump holds a frame (faulthandler's, py-spy's and our worker's all print `File "…"`).
+bool has_frames(const std::string& stack) {
+  return stack.find("File \"") != std::string::npos;
+}
+
+// What a rank printed on stderr after the stack request: its dump.
+std::string read_stack(const std::string& stderr_path, double requested_at) {
+  std::ifstream err(stderr_path), times(stderr_path + ".times");
+  std::string line, tline, stack;
+  while (std::getline(err, line) && std::getline(times, tline))
+    if (std::stod(tline) / 1000.0 + 1e-3 >= requested_at && stack.size() < (64 << 10))
+      stack += line + "\n";
+  return stack;
 }
 
 }  // namespace ddpbisect

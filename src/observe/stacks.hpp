@@ -72,4 +72,13 @@ std::string render_py_spy(const nlohmann::json& threads);
 // in-process agent writes <dir>/rank<R> (torch's _dump_fr_trace) when asked for its stack.
 std::map<std::string, std::string> flight_recorder_env(const std::string& dir);
 
+// A line of a stack dump (faulthandler's, py-spy's, our worker's, the agent's trace): the answer
+// to a stack request, never progress, however late it comes.
+bool is_dump_line(std::string_view line);
+// Whether a dump holds a frame (faulthandler's, py-spy's and our worker's all print `File "…"`).
+bool has_frames(const std::string& stack);
+// What a rank printed on stderr (a capture with its `.times` file) after the stack request: its
+// dump.
+std::string read_stack(const std::string& stderr_path, double requested_at);
+
 }  // namespace ddpbisect
