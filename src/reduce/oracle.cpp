@@ -10,110 +10,19 @@
 #include "common/interrupt.hpp"
 #include "common/json_util.hpp"
 #include "common/output.hpp"
+#include "reduce/oracle_flight.hpp"
 #include "reduce/reruns.hpp"
+#include "reduce/run_record.hpp"
 
 namespace ddpbisect {
 
 using nlohmann::json;
 
-struct Oracle::Landed {
-  RunRecord record;
-  int signal = 0;            // SIGINT/SIGTERM reached the trial: not judged
-  bool cancelled = false;    // stopped because its answer was no longer needed: not judged
-  std::exception_ptr error;  // the trial could not be run (our own files): rethrown
-};
-
-struct Oracle::Flight {
-  TrialConfig config;
-  std::string key;
-  int attempt = 0;
-  Env env;
-  bool question = false;  // started for interesting(): cancelled once no longer needed
-  bool spare = false;     // started by prefetch(): cancelled once no longer wanted
-  Slot slot;
-  std::shared_ptr<const Spec> spec;          // the spec, with the slot's hosts when it has some
-  std::shared_ptr<const Launcher> launcher;  // that spec's, shared by the trials on those hosts
-  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
-  std::shared_ptr<std::optional<Landed>> landed = std::make_shared<std::optional<Landed>>();
-  std::thread thread;
-};
-
 namespace {
-
-// A failure's text as journaled; a fresh record is cut the same way, so that match.regex sees
-// the same text whether the trial ran or was replayed.
-constexpr size_t kJournaledText = 4000;
 
 // Attempts of one configuration a journal may record (a bound, so that counting on never
 // overflows).
 constexpr int kMaxAttempt = 1 << 20;
-
-// Debug reruns are keyed apart from the questions: they never answer one.
-std::string key_of(const TrialConfig& c, const Env& env) {
-  if (env.empty()) return c.canonical();
-  return "debug " + json_text(json(env)) + " " + c.canonical();
-}
-
-json record_json(const TrialConfig& c, const RunRecord& r, const Env& env) {
-  json j = {{"type", env.empty() ? "trial" : "debug"},
-            {"key", c.canonical()},
-            {"attempt", r.attempt},
-            {"config", c.to_json()},
-            {"status", to_string(r.status)},
-            {"last_step", r.last_step},
-            {"dir", r.dir},
-            {"text", r.text.substr(0, kJournaledText)},
-            {"duration_s", r.duration_s},
-            {"pause_s", r.pause_s}};
-  j["signature"] = r.signature ? r.signature->to_json() : json(nullptr);
-  if (!env.empty()) j["env"] = env;
-  return j;
-}
-
-// Throws on a field of the wrong type (Oracle::load rejects such a record up front).
-RunRecord record_from_json(const json& e) {
-  RunRecord r;
-  r.status = parse_trial_status(json_strict(e, "status", "")).value_or(TrialStatus::Infra);
-  if (const json& sig = json_member(e, "signature"); sig.is_object())
-    r.signature = Signature::from_json(sig);
-  r.last_step = json_strict<int64_t>(e, "last_step", -1);
-  r.dir = json_strict(e, "dir", "");
-  r.text = json_strict(e, "text", "");
-  r.attempt = json_strict<int>(e, "attempt", 0);
-  r.duration_s = json_strict<double>(e, "duration_s", 0.0);
-  r.pause_s = json_strict<double>(e, "pause_s", 0.0);
-  r.replayed = true;
-  return r;
-}
-
-// `j` as it reads back from the journal.
-json as_journaled(const json& j) {
-  return json::parse(json_text(j));
-}
-
-RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
-  RunRecord r;
-  r.status = o.status;
-  r.dir = o.dir;
-  r.attempt = attempt;
-  r.duration_s = o.duration_s;
-  r.pause_s = o.longest_pause_s;
-  // The last step the failing rank finished (the others may have run on): the steps pass cuts
-  // right after it. Without a failing rank, the furthest any rank got.
-  const int root = o.failure() ? o.diagnosis->root.rank().value_or(-1) : -1;
-  for (const auto& rk : o.ranks)
-    if (root < 0 || rk.rank == root) r.last_step = std::max(r.last_step, rk.last_step);
-  if (const Signature* failure = o.failure()) {
-    // As a replay sees them (the target of a resumed reduction is a replayed signature, and
-    // match.regex reads the text): bytes that are not UTF-8 replaced as the journal writes them.
-    r.signature = Signature::from_json(as_journaled(failure->to_json()));
-    r.text = o.diagnosis->root.message;
-    for (const auto& line : o.diagnosis->root.excerpt) r.text += "\n" + line;
-    r.text.resize(std::min<size_t>(r.text.size(), kJournaledText));
-    r.text = as_journaled(json(r.text)).get<std::string>();
-  }
-  return r;
-}
 
 }  // namespace
 
@@ -152,8 +61,8 @@ void Oracle::load() {
       if (type != "trial" && type != "debug") continue;
       const TrialConfig c = TrialConfig::from_json(json_member(e, "config"));
       const Env env = type == "debug" ? json_strict(e, "env", Env{}) : Env{};
-      const std::string key = env.empty() ? json_strict(e, "key", "") : key_of(c, env);
-      const RunRecord replayed = record_from_json(e);  // what a replay reads: it must read
+      const std::string key = env.empty() ? json_strict(e, "key", "") : journal_key(c, env);
+      const RunRecord replayed = record_from_journal(e);  // what a replay reads: it must read
       if (replayed.attempt < 0 || replayed.attempt > kMaxAttempt)
         throw std::runtime_error("attempt: " + std::to_string(replayed.attempt) + " out of range");
       auto& by_attempt = replay_[key];
@@ -216,178 +125,6 @@ bool Oracle::running(const std::string& key) const {
                      [&](const Flight& f) { return f.key == key; });
 }
 
-// Starts the next attempt of `config`: from the journal when it holds it (recorded at once),
-// else a trial on its own thread in a free slot. False when there is no slot (or, for a
-// question or a spare run, no budget) left.
-bool Oracle::start(const TrialConfig& config, Kind kind, const Env& env) {
-  const std::string key = key_of(config, env);
-  const int attempt = next_attempt(key);
-  if (kind == Kind::Spare) spare_[key].push_back(attempt);
-  if (auto it = replay_.find(key); it != replay_.end() && it->second.count(attempt)) {
-    RunRecord r = record_from_json(it->second[attempt]);
-    it->second.erase(attempt);
-    attempts_[key].insert(attempt);
-    record(config, r, env);
-    return true;
-  }
-  auto no_room = [&] {
-    if (kind == Kind::Spare) spare_[key].pop_back();
-    return false;
-  };
-  if (kind != Kind::Plain && exhausted()) return no_room();
-  throw_if_interrupted();  // never start a trial after Ctrl-C
-  check_space();
-  std::optional<Slot> slot = pool_.acquire(config);
-  if (!slot) return no_room();
-  Flight& f = flights_.emplace_back();
-  f.config = config;
-  f.key = key;
-  f.attempt = attempt;
-  f.env = env;
-  f.question = kind == Kind::Question;
-  f.spare = kind == Kind::Spare;
-  f.slot = *slot;
-  if (slot->hosts.empty()) {
-    f.spec = std::shared_ptr<const Spec>(&spec_, [](const Spec*) {});
-  } else {
-    auto own = std::make_shared<Spec>(spec_);
-    own->launcher.hosts = slot->hosts;
-    f.spec = own;
-  }
-  f.launcher = launcher_for(*f.spec);
-  attempts_[key].insert(attempt);
-  f.thread =
-      std::thread([this, config, key, attempt, env, slot = *slot, spec = f.spec,
-                   launcher = f.launcher, cancel = f.cancel, landed = f.landed, hints = hints()] {
-        Landed l;
-        try {
-          l = fly(config, key, attempt, env, slot, *spec, launcher, *cancel, hints);
-        } catch (...) {
-          l.error = std::current_exception();
-        }
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          *landed = std::move(l);
-        }
-        landed_cv_.notify_all();
-      });
-  return true;
-}
-
-// On a trial thread: one trial, retried (up to three times in all) while its outcome is infra.
-Oracle::Landed Oracle::fly(const TrialConfig& config, const std::string& key, int attempt,
-                           const Env& env, const Slot& slot, const Spec& spec,
-                           std::shared_ptr<const Launcher> launcher,
-                           const std::atomic<bool>& cancel, const Hints& hints) const {
-  Landed out;
-  std::optional<double> timeout = hints.timeout_s;
-  for (int i = 0; i < 3; ++i) {
-    if ((out.signal = interrupt_signal()) != 0) return out;
-    if ((out.cancelled = cancel.load())) return out;
-    TrialRequest req;
-    req.spec = &spec;
-    req.config = config;
-    req.config.seed = seed_for(key, static_cast<size_t>(attempt) * 3 + static_cast<size_t>(i));
-    req.dir = next_trial_dir(opt_.out_dir);
-    req.extra_env = env;
-    if (!slot.gpus.empty()) {
-      std::string ids;
-      for (const auto& g : slot.gpus) ids += (ids.empty() ? "" : ",") + g;
-      req.extra_env["CUDA_VISIBLE_DEVICES"] = ids;
-    }
-    req.cancelled = [&cancel] { return cancel.load(); };
-    req.launcher = launcher;
-    req.hang_floor_s = hints.hang_floor_s;
-    req.timeout_s = timeout;
-    if (hints.expected_hang && env.empty())
-      req.expected_hang = [this, want = *hints.expected_hang](const Diagnosis& d) {
-        return same_failure(want, d.signature, opt_.level, opt_.regex, d.root.message);
-      };
-    TrialOutcome o = runner_(req);
-    // Too short to judge: the next attempt gets twice as long.
-    if (o.timed_out_progressing && timeout) *timeout *= 2;
-    out.record = record_from_outcome(o, attempt);
-    if (o.status == TrialStatus::Interrupted) {
-      out.signal = o.interrupt_signal;
-      out.cancelled = o.interrupt_signal == 0;
-      return out;
-    }
-    if (o.status != TrialStatus::Infra) break;
-  }
-  return out;
-}
-
-std::shared_ptr<const Launcher> Oracle::launcher_for(const Spec& spec) {
-  auto& launcher = launchers_[spec.launcher.hosts];
-  if (!launcher) launcher = make_launcher(spec.launcher);
-  return launcher;
-}
-
-// Waits for the first trial to end and records it.
-void Oracle::await_one() {
-  std::list<Flight>::iterator done;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    landed_cv_.wait(lock, [&] {
-      for (auto it = flights_.begin(); it != flights_.end(); ++it)
-        if (it->landed->has_value()) {
-          done = it;
-          return true;
-        }
-      return false;
-    });
-  }
-  done->thread.join();
-  pool_.release(done->slot);
-  Flight f = std::move(*done);
-  flights_.erase(done);
-  land(f, **f.landed);
-}
-
-void Oracle::land(Flight& f, const Landed& l) {
-  if (l.error) abandon_all(l.error);
-  if (l.signal) stop_all(l.signal);
-  if (l.cancelled) {
-    attempts_[f.key].erase(f.attempt);  // never judged: that attempt may run again
-    if (f.spare) {
-      auto& spare = spare_[f.key];
-      spare.erase(std::remove(spare.begin(), spare.end(), f.attempt), spare.end());
-    }
-    return;
-  }
-  try {
-    check_space();  // on a full disk the trial's logs may be cut short: not a fair answer
-  } catch (const OutputError&) {
-    abandon_all(std::current_exception());
-  }
-  record(f.config, l.record, f.env);
-}
-
-// Ctrl-C: every trial still running sees the flag and ends; the finished ones are recorded
-// (so --resume replays them), then the interrupt goes on.
-void Oracle::stop_all(int signal) {
-  for (auto& f : flights_) {
-    f.thread.join();
-    pool_.release(f.slot);
-    const Landed& l = **f.landed;
-    if (!l.signal && !l.cancelled && !l.error) record(f.config, l.record, f.env);
-  }
-  flights_.clear();
-  throw Interrupted(signal);
-}
-
-// Our own files cannot be written: every trial still running is stopped and left unrecorded
-// (its logs may be cut short), then the error goes on.
-void Oracle::abandon_all(std::exception_ptr error) {
-  for (auto& f : flights_) *f.cancel = true;
-  for (auto& f : flights_) {
-    f.thread.join();
-    pool_.release(f.slot);
-  }
-  flights_.clear();
-  std::rethrow_exception(error);
-}
-
 void Oracle::check_space() const {
   const long long free = free_bytes(opt_.out_dir);
   if (free >= 0 && static_cast<unsigned long long>(free) < kMinFreeBytes)
@@ -401,7 +138,7 @@ Oracle::Hints Oracle::hints() const {
 }
 
 void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& env) {
-  runs_[key_of(config, env)].push_back(r);
+  runs_[journal_key(config, env)].push_back(r);
   timings_.learn(r);
   // A hang read more precisely than the target (its culprit named where the target had none)
   // refines the target: the same hang, better described.
@@ -412,7 +149,7 @@ void Oracle::record(const TrialConfig& config, const RunRecord& r, const Env& en
     ++stats_.replayed;
   } else {
     count(r);
-    journal_.append(record_json(config, r, env));
+    journal_.append(journal_record(config, r, env));
     if (env.empty()) history_.emplace_back(config, r);
   }
   if (listener_ && env.empty())
@@ -436,11 +173,11 @@ void Oracle::count(const RunRecord& r) {
 }
 
 std::vector<RunRecord> Oracle::runs_of(const TrialConfig& config, int n, const Env& env) {
-  const std::string key = key_of(config, env);
+  const std::string key = journal_key(config, env);
   // These runs are what prefetch() listed for `key`: no more spare ones are started for them.
   for (int i = 0; i < n; ++i) {
     auto w = std::find_if(wanted_.begin(), wanted_.end(),
-                          [&](const PlannedRun& p) { return key_of(p.config, p.env) == key; });
+                          [&](const PlannedRun& p) { return journal_key(p.config, p.env) == key; });
     if (w == wanted_.end()) break;
     wanted_.erase(w);
   }
@@ -489,7 +226,7 @@ RunRecord Oracle::debug_run(const TrialConfig& config, const Env& env) {
 void Oracle::prefetch(const std::vector<PlannedRun>& wanted) {
   wanted_ = wanted;
   std::map<std::string, size_t> want;
-  for (const auto& w : wanted) ++want[key_of(w.config, w.env)];
+  for (const auto& w : wanted) ++want[journal_key(w.config, w.env)];
   // Too many spare runs of a key: the newest running ones go.
   for (auto& [key, attempts] : spare_) {
     const size_t keep = want.count(key) ? want[key] : 0;
@@ -511,7 +248,7 @@ void Oracle::prefetch(const std::vector<PlannedRun>& wanted) {
 void Oracle::top_up() {
   std::map<std::string, size_t> listed;
   for (const auto& w : wanted_) {
-    const std::string key = key_of(w.config, w.env);
+    const std::string key = journal_key(w.config, w.env);
     if (++listed[key] <= spare_[key].size() || pool_.width(w.config) <= 1) continue;
     if (!start(w.config, Kind::Spare, w.env)) return;
   }
