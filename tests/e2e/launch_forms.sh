@@ -22,6 +22,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 [[ -n ${KEEP:-} ]] || at_exit rm -rf "$tmp"
 
+# program FILE: the test's program, copied under this run's own folder; the check that no rank is
+# left behind looks for its path, which no other test (launch.forms.deepspeed runs the same
+# program beside this one under ctest -j) runs.
+program() { cp "$here/programs/$1" "$tmp/$1" && prog=$tmp/$1; }
 spec() {  # spec NAME COMMAND-LIST
   cat >"$tmp/$1.yaml" <<EOS
 workload:
@@ -34,22 +38,22 @@ limits: {trial_timeout: 120s}
 EOS
 }
 if [[ ${forms[0]} == spawn ]]; then
-  prog=$here/programs/spawn_bug.py
+  program spawn_bug.py
   spec spawn "[python3, $prog, --nprocs, \"{nprocs}\", --epochs, \"{epochs}\"]"
   sed -i 's/^  params: {epochs: 3}$/  params: {epochs: 3}\n  world_size_param: nprocs/' "$tmp/spawn.yaml"
 elif [[ ${forms[0]} == deepspeed ]]; then
   # deepspeed: the launch-era script under the runner, whose ranks ddpbisect starts as its
   # launch.py does (each a plain process given --local_rank=N).
-  prog=$here/programs/launch_era_bug.py
+  program launch_era_bug.py
   command -v deepspeed >/dev/null || skip "no deepspeed on PATH"
   spec deepspeed "[deepspeed, --num_gpus, \"2\", --master_port, \"29555\", $prog, --epochs, \"{epochs}\"]"
 elif [[ ${forms[0]} == accelerate ]]; then
-  prog=$here/programs/accelerate_bug.py
+  program accelerate_bug.py
   command -v accelerate >/dev/null && python3 -c 'import accelerate' 2>/dev/null ||
     skip "no accelerate on PATH"
   spec accelerate "[accelerate, launch, --multi_gpu, --num_processes, \"2\", $prog, --epochs, \"{epochs}\"]"
 else
-  prog=$here/programs/launch_era_bug.py
+  program launch_era_bug.py
   python3 -c 'import torch.distributed.launch' 2>/dev/null || skip "no torch.distributed.launch for python3"
   spec launch "[python3, -m, torch.distributed.launch, --nproc_per_node, \"2\", $prog, --epochs, \"{epochs}\"]"
   spec plain "[python3, $prog, --local_rank, \"{local_rank}\", --epochs, \"{epochs}\"]"
