@@ -11,6 +11,7 @@
 #include "common/output.hpp"
 #include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
+#include "launch/torchrun.hpp"
 #include "probe/environment.hpp"
 #include "reduce/auto_dims.hpp"
 #include "reduce/reducer.hpp"
@@ -136,6 +137,8 @@ int reduce(const ReduceCliOptions& o) {
   auto loaded = load_spec_or_report(o.spec);
   if (!loaded) return bad_input();
   const Spec& spec = *loaded;
+  if (spec.command && !o.quiet)
+    for (const auto& n : launch_form_notes(spec.command->argv)) note("workload.command: " + n);
   auto options = reduction_options(spec, o);
   if (!options) return bad_input();
   const ReductionOptions& opt = *options;

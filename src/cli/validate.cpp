@@ -5,6 +5,7 @@
 #include "cli/errors.hpp"
 #include "common/exit_codes.hpp"
 #include "common/json_util.hpp"
+#include "launch/torchrun.hpp"
 #include "spec/loader.hpp"
 #include "spec/serialize.hpp"
 
@@ -13,6 +14,8 @@ namespace ddpbisect::cli {
 int validate(const ValidateOptions& o) {
   auto spec = load_spec_or_report(o.spec);
   if (!spec) return bad_input();
+  if (spec->command)
+    for (const auto& n : launch_form_notes(spec->command->argv)) note("workload.command: " + n);
   auto j = spec_to_json(*spec);
   if (o.json)
     std::cout << json_text(j, 2) << "\n";

@@ -162,6 +162,44 @@ std::optional<TorchrunCommand> parse_deepspeed(const std::vector<std::string>& a
   return cmd;
 }
 
+std::vector<std::string> launch_form_notes(const std::vector<std::string>& argv) {
+  auto cmd = parse_form(argv);
+  if (!cmd || cmd->dropped.empty()) return {};
+  const std::string form = launch_form_name(cmd->form);
+  std::vector<std::string> replaced, notes;
+  const auto& d = cmd->dropped;
+  for (size_t i = 0; i < d.size(); ++i) {
+    const size_t eq = d[i].find('=');
+    const std::string o = canonical(d[i].substr(0, eq));
+    std::string words = d[i], value = eq == std::string::npos ? "" : d[i].substr(eq + 1);
+    if (eq == std::string::npos && i + 1 < d.size() && !starts_with(d[i + 1], "-")) {
+      value = d[++i];
+      words += " " + value;
+    }
+    if (o == "--bind-cores-to-rank" || o == "--bind-core-list")
+      notes.push_back(form + ": " + words +
+                      " is not applied: the ranks run without numactl's core binding, so a "
+                      "failure that needs it may not reproduce");
+    else if (o == "--include" || o == "--exclude")
+      notes.push_back(form + ": " + words +
+                      " is not applied: the ranks see every GPU of the machine (set "
+                      "CUDA_VISIBLE_DEVICES in workload.env to choose them)");
+    else if (o == "--launcher" && value != "pdsh")
+      notes.push_back(form + ": " + words +
+                      " is not used: the ranks start through the spec's launcher.kind");
+    else if (o == "--max-restarts" && value != "0")
+      notes.push_back(form + ": " + words +
+                      " is replaced by 0: a trial judges the first failure, never a restart");
+    else
+      replaced.push_back(words);
+  }
+  if (!replaced.empty())
+    notes.insert(notes.begin(), form + ": " + join(replaced, " ") +
+                                    " replaced per trial: the stage sets the topology, the "
+                                    "trial its rendezvous and logs");
+  return notes;
+}
+
 std::vector<std::string> deepspeed_rank_argv(const TorchrunCommand& cmd,
                                              const std::string& python) {
   if (cmd.program.empty()) return cmd.launcher;  // no script: the runner's own usage error

@@ -62,6 +62,11 @@ std::vector<std::string> deepspeed_rank_argv(const TorchrunCommand& cmd, const s
 // script's #! line, found on `path`); "python3" when it cannot be read.
 std::string deepspeed_python(const TorchrunCommand& cmd, const std::string& path);
 
+// What a user should know before trusting a trial of this launch command: which of its options
+// the stages and the trial's rendezvous replace, and each one whose effect a trial does not
+// reproduce (deepspeed's core binding and GPU selection, restarts). Empty for a plain program.
+std::vector<std::string> launch_form_notes(const std::vector<std::string>& argv);
+
 // A form that does not start torchrun for one rank (accelerate: `--multi_gpu` wants 2 or more
 // processes) runs that rank as a plain process of this argv; nullopt: the agents' argv as always.
 std::optional<std::vector<std::string>> single_rank_argv(const TorchrunCommand& cmd);

@@ -197,3 +197,25 @@ TEST(Torchrun, DeepspeedsPythonIsItsRunnersInterpreter) {
   EXPECT_EQ(deepspeed_python(*parse_deepspeed({"deepspeed", "t.py"}), "/nowhere"), "python3");
   std::filesystem::remove_all(dir);
 }
+
+// What validate and a reduction say about a launch command: the options the trials replace, and
+// each one whose effect they do not reproduce, in its own line.
+TEST(Torchrun, LaunchFormNotesNameWhatATrialDoesNotReproduce) {
+  auto ds = launch_form_notes({"deepspeed", "--num_gpus", "2", "--include", "localhost:2,3",
+                               "--bind_cores_to_rank", "--master_port=29600", "train.py",
+                               "--bind_cores_to_rank"});
+  ASSERT_EQ(ds.size(), 3u);
+  EXPECT_EQ(ds[0],
+            "deepspeed: --num_gpus 2 --master_port=29600 replaced per trial: the stage sets the "
+            "topology, the trial its rendezvous and logs");
+  EXPECT_NE(ds[1].find("--include localhost:2,3 is not applied"), std::string::npos) << ds[1];
+  EXPECT_NE(ds[2].find("--bind_cores_to_rank is not applied"), std::string::npos) << ds[2];
+  auto tr = launch_form_notes({"torchrun", "--nproc_per_node=4", "--max-restarts", "3", "t.py"});
+  ASSERT_EQ(tr.size(), 2u);
+  EXPECT_EQ(tr[0].rfind("torchrun: --nproc_per_node=4 replaced per trial", 0), 0u) << tr[0];
+  EXPECT_NE(tr[1].find("--max-restarts 3 is replaced by 0"), std::string::npos) << tr[1];
+  EXPECT_EQ(launch_form_notes({"torchrun", "--max_restarts=0", "t.py"}).size(), 1u);
+  EXPECT_TRUE(launch_form_notes({"torchrun", "t.py"}).empty());
+  EXPECT_TRUE(launch_form_notes({"python3", "train.py", "--include", "x"}).empty());
+  EXPECT_TRUE(launch_form_notes({}).empty());
+}
