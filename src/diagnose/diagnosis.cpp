@@ -181,6 +181,24 @@ bool interrupted_while_waiting(const Event& e) {
   return false;
 }
 
+// One failure several ranks hit alike (a placement error, a bad input every rank reads, a fault
+// of the fabric), with no capture time or launcher report to order them: no rank is its cause,
+// or the log cannot say which was first. The ranks are named; the rank stays unknown.
+std::vector<int> alike_ranks(const Event& root, const std::vector<Event>& c) {
+  if (!root.origin.rank || root.first_observed || root.kind != EventKind::Error || tier(root) > 1)
+    return {};
+  std::set<int> ranks = {*root.origin.rank};
+  for (const auto& e : c) {
+    if (!e.origin.rank || e.kind != EventKind::Error || tier(e) != tier(root) ||
+        !same_kind(e, root))
+      continue;
+    if (e.time >= 0 && root.time >= 0 && e.time != root.time) return {};  // times order them
+    ranks.insert(*e.origin.rank);
+  }
+  if (ranks.size() < 2) return {};
+  return {ranks.begin(), ranks.end()};
+}
+
 // How sure the diagnosis is of its root cause, from where its rank and category came from.
 std::string confidence_of(const Diagnosis& d) {
   const Event& r = d.root;
@@ -221,8 +239,11 @@ std::string Diagnosis::unknown_rank_why() const {
   if (root.origin.rank) return "";
   std::string why = "no prefix, file name, launcher report or echo names it";
   if (!rank_candidates.empty())
-    why = "the error names ranks " + join(rank_candidates, " and ") +
-          " and nothing says which took the other path";
+    why = candidates_alike
+              ? "ranks " + join(rank_candidates, ", ") +
+                    " failed alike and no time or launcher report says which came first"
+              : "the error names ranks " + join(rank_candidates, " and ") +
+                    " and nothing says which took the other path";
   if (last_spawned_local_rank)
     why += "; the launcher's failed command line has --local_rank=" +
            std::to_string(*last_spawned_local_rank) +
@@ -398,6 +419,10 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       d.root.category = quoted;
   prefer_odd_rank(d.root, c, ev.facts);
   d.rank_candidates = mismatch_tie(d.root, ev.facts);
+  if (d.rank_candidates.empty()) {
+    d.rank_candidates = alike_ranks(d.root, c);
+    d.candidates_alike = !d.rank_candidates.empty();
+  }
   if (!d.rank_candidates.empty() && d.root.origin.rank) {
     d.root.origin.rank.reset();
     d.root.origin.rank_from.clear();

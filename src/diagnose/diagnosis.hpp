@@ -90,6 +90,9 @@ struct Diagnosis {
   std::optional<int> last_spawned_local_rank;
   // No rank known, but the error names the ranks it could be (a two-rank collective mismatch).
   std::vector<int> rank_candidates;
+  // Whether those candidates each failed the same way (no time or launcher report orders them),
+  // rather than being the two ranks one error names.
+  bool candidates_alike = false;
   // Why no rank is named, in one clause ("the error names ranks 0 and 1 and nothing says which
   // took the other path", with the launcher's --local_rank hint when there is one): the words
   // of the evidence and of `explain`. Empty when the root's rank is known.

@@ -531,6 +531,33 @@ TEST(Ranks, AnInvalidDeviceOrdinalOnANodeOfTwoIsLocalRankOne) {
   EXPECT_FALSE(d.root.origin.rank);
 }
 
+TEST(Root, OneFailureSeveralRanksHitAlikeWithoutTimesNamesThemAllAndNoRank) {
+  const std::string alike =
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"train.py\", line 12, in <module>\n"
+      "[rank0]:     load(path)\n"
+      "[rank0]: FileNotFoundError: [Errno 2] No such file or directory: 'data/shard0.bin'\n"
+      "[rank3]: Traceback (most recent call last):\n"
+      "[rank3]:   File \"train.py\", line 12, in <module>\n"
+      "[rank3]:     load(path)\n"
+      "[rank3]: FileNotFoundError: [Errno 2] No such file or directory: 'data/shard3.bin'\n";
+  Diagnosis d = diagnose_console(alike);
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "FileNotFoundError");
+  EXPECT_FALSE(d.root.origin.rank);
+  EXPECT_EQ(d.rank_candidates, (std::vector<int>{0, 3}));
+  EXPECT_EQ(d.unknown_rank_why(),
+            "ranks 0, 3 failed alike and no time or launcher report says which came first");
+  // Failures that differ (here in where they were raised) are not one failure: the first
+  // printed is the root, as before.
+  std::string apart = alike;
+  apart.replace(apart.rfind("line 12, in <module>"), 20, "line 40, in main");
+  d = diagnose_console(apart);
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.origin.rank, 0);
+  EXPECT_TRUE(d.rank_candidates.empty());
+}
+
 TEST(Root, ATwoRankMismatchNamesBothRanksAndNeitherIsGuessed) {
   const std::string mismatch =
       "[rank2]: RuntimeError: Detected mismatch between collectives on ranks. Rank 2 is running "
