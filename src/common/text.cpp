@@ -108,10 +108,13 @@ std::string suggest(std::string_view word, const std::vector<std::string>& candi
   return guess;
 }
 
-std::string failure_headline(int rank, const std::string& exception, const std::string& message,
-                             const std::string& where) {
+std::string failure_headline(const std::vector<int>& ranks, const std::string& exception,
+                             const std::string& message, const std::string& where) {
   std::string first = message.substr(0, message.find('\n'));
-  std::string s = rank >= 0 ? "rank " + std::to_string(rank) + ": " : "";
+  std::string s;
+  for (int r : ranks)
+    if (r >= 0) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  if (!s.empty()) s = (s.find(',') == std::string::npos ? "rank " : "ranks ") + s + ": ";
   if (!exception.empty()) s += exception + (first.empty() ? "" : ": ");
   s += first;
   if (!where.empty()) s += " (" + where + ")";

@@ -40,10 +40,11 @@ std::string suggest(std::string_view word, const std::vector<std::string>& candi
                     const std::vector<std::pair<std::string, std::string>>& meanings = {});
 
 // How a failure is named wherever people read it (status line, summary, report headline):
-// "rank 1: RuntimeError: planted failure (trainer.cpp:42)"; empty parts are left out, the
-// message is its first line.
-std::string failure_headline(int rank, const std::string& exception, const std::string& message,
-                             const std::string& where);
+// "rank 1: RuntimeError: planted failure (trainer.cpp:42)", or "ranks 2, 3: ..." for a failure
+// several ranks share with nothing to say which was first; empty parts (no rank, negative ranks)
+// are left out, the message is its first line.
+std::string failure_headline(const std::vector<int>& ranks, const std::string& exception,
+                             const std::string& message, const std::string& where);
 
 // Numbers as people write them: "0.92" (at most `digits` decimals, no trailing zeros), and
 // "1 rank" / "2 ranks".

@@ -434,7 +434,9 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   d.signature.exception = d.root.exception;
   d.signature.frame = frame_key(best_frame(d.root));
   d.signature.message = normalize_message(first_line(d.root.message));
-  if (d.root.origin.rank) d.signature.ranks = {*d.root.origin.rank};
+  // The rank, or the ranks it could be (a failure they hit alike, a mismatch's two sides).
+  d.signature.ranks =
+      d.root.origin.rank ? std::vector<int>{*d.root.origin.rank} : d.rank_candidates;
   if (hang)
     for (const auto& [r, where] : hang->stuck)
       if (!where.empty() && std::find(d.signature.stuck.begin(), d.signature.stuck.end(), where) ==

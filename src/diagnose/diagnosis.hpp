@@ -88,7 +88,8 @@ struct Diagnosis {
   // No rank known, but a launch-era launcher's CalledProcessError (or DeepSpeed's line) shows
   // the command of the last process it started: its --local_rank, a hint, not evidence.
   std::optional<int> last_spawned_local_rank;
-  // No rank known, but the error names the ranks it could be (a two-rank collective mismatch).
+  // No rank known, but the ranks it could be: the two a collective mismatch names, or the ranks
+  // that hit one failure alike. The signature's ranks are these then.
   std::vector<int> rank_candidates;
   // Whether those candidates each failed the same way (no time or launcher report orders them),
   // rather than being the two ranks one error names.

@@ -28,8 +28,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 std::string record_headline(const RunRecord& r) {
   if (!r.signature) return r.text.substr(0, r.text.find('\n'));
   const Signature& s = *r.signature;
-  return failure_headline(s.ranks.empty() ? -1 : s.ranks.front(), s.exception,
-                          r.text.empty() ? s.message : r.text, s.frame) +
+  return failure_headline(s.ranks, s.exception, r.text.empty() ? s.message : r.text, s.frame) +
          (s.category.empty() ? "" : " [" + s.category + "]");
 }
 

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "common/json_util.hpp"
 #include "common/redact.hpp"
 #include "common/text.hpp"
 
@@ -31,9 +32,14 @@ std::string root_cause_headline(const nlohmann::json& root) {
     if (root.contains("line") && root["line"].is_number() && root["line"].get<int>() > 0)
       where += ":" + std::to_string(root["line"].get<int>());
   }
-  int rank = root.contains("rank") && root["rank"].is_number() ? root["rank"].get<int>() : -1;
+  std::vector<int> ranks;
+  if (root.contains("rank") && root["rank"].is_number_integer())
+    ranks.push_back(root["rank"].get<int>());
+  else
+    for (const auto& r : json_field(root, "rank_candidates", nlohmann::json::array()))
+      if (r.is_number_integer()) ranks.push_back(r.get<int>());
   return redact_value(
-      "", failure_headline(rank, text_of(root, "exception"), text_of(root, "message"), where));
+      "", failure_headline(ranks, text_of(root, "exception"), text_of(root, "message"), where));
 }
 
 std::string fold_cpp_frames(const std::string& text) {

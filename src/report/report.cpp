@@ -100,8 +100,7 @@ std::string reduction_headline(const ReductionResult& r) {
     if (std::string h = root_cause_headline(d.value("root_cause", json(nullptr))); !h.empty())
       return h;
   const Signature& s = r.target;
-  return redact_value("", failure_headline(s.ranks.empty() ? -1 : s.ranks.front(), s.exception,
-                                           s.message, s.frame));
+  return redact_value("", failure_headline(s.ranks, s.exception, s.message, s.frame));
 }
 
 std::string summary_text(const ReportInputs& in) {

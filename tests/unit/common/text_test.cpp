@@ -58,10 +58,13 @@ TEST(Text, NumbersAsPeopleWriteThem) {
 }
 
 TEST(Text, FailureHeadline) {
-  EXPECT_EQ(failure_headline(1, "RuntimeError", "planted failure\nmore", "trainer.cpp:42"),
+  EXPECT_EQ(failure_headline({1}, "RuntimeError", "planted failure\nmore", "trainer.cpp:42"),
             "rank 1: RuntimeError: planted failure (trainer.cpp:42)");
-  EXPECT_EQ(failure_headline(-1, "", "Segmentation fault", ""), "Segmentation fault");
-  EXPECT_EQ(failure_headline(0, "SIGKILL", "", ""), "rank 0: SIGKILL");
+  EXPECT_EQ(failure_headline({}, "", "Segmentation fault", ""), "Segmentation fault");
+  EXPECT_EQ(failure_headline({0}, "SIGKILL", "", ""), "rank 0: SIGKILL");
+  EXPECT_EQ(failure_headline({2, 3}, "FileNotFoundError", "gone", ""),
+            "ranks 2, 3: FileNotFoundError: gone");
+  EXPECT_EQ(failure_headline({-1}, "", "Segmentation fault", ""), "Segmentation fault");
 }
 
 TEST(Text, ShellQuote) {

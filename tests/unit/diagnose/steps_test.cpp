@@ -548,14 +548,18 @@ TEST(Root, OneFailureSeveralRanksHitAlikeWithoutTimesNamesThemAllAndNoRank) {
   EXPECT_EQ(d.rank_candidates, (std::vector<int>{0, 3}));
   EXPECT_EQ(d.unknown_rank_why(),
             "ranks 0, 3 failed alike and no time or launcher report says which came first");
+  // The signature carries the ranks it could be, not none.
+  EXPECT_EQ(d.signature.ranks, (std::vector<int>{0, 3}));
   // Failures that differ (here in where they were raised) are not one failure: the first
   // printed is the root, as before.
   std::string apart = alike;
-  apart.replace(apart.rfind("line 12, in <module>"), 20, "line 40, in main");
+  const std::string at = "line 12, in <module>";
+  apart.replace(apart.rfind(at), at.size(), "line 40, in main");
   d = diagnose_console(apart);
   ASSERT_TRUE(d.failed);
   EXPECT_EQ(d.root.origin.rank, 0);
   EXPECT_TRUE(d.rank_candidates.empty());
+  EXPECT_EQ(d.signature.ranks, (std::vector<int>{0}));
 }
 
 TEST(Root, ATwoRankMismatchNamesBothRanksAndNeitherIsGuessed) {

@@ -73,6 +73,10 @@ TEST(Headline, RootCauseLeadsWithRankExceptionMessageAndPlace) {
   root["file"] = nullptr;
   root["line"] = nullptr;
   EXPECT_EQ(root_cause_headline(root), "rank 1: RuntimeError: planted failure");
+  // No rank, but the ranks that failed alike: the headline names them all.
+  root["rank"] = nullptr;
+  root["rank_candidates"] = {0, 3};
+  EXPECT_EQ(root_cause_headline(root), "ranks 0, 3: RuntimeError: planted failure");
 }
 
 TEST(Headline, CppFramesAreFoldedIntoOneLine) {
