@@ -198,7 +198,7 @@ class Reader {
       o.rank = l.rank, o.rank_from = "prefix";
     } else if (l.local_rank) {
       o.local_rank = l.local_rank;
-    } else if (log_.rank) {
+    } else if (log_.rank && *log_.rank >= 0) {
       o.rank = log_.rank, o.rank_from = "file name";
     }
     return o;

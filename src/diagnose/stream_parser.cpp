@@ -200,7 +200,11 @@ void StreamParser::start_traceback(std::string_view text, double time, long long
 }
 
 void StreamParser::line(const CleanLine& in, double time, long long order) {
-  if (has(in.text, "DDPBISECT_HEARTBEAT ") || has(in.text, "DDPBISECT_COLLECTIVES ")) return;
+  // Our own instrumentation's lines are not the job's: one after a traceback would read as the
+  // rest of its message.
+  if (has(in.text, "DDPBISECT_HEARTBEAT ") || has(in.text, "DDPBISECT_COLLECTIVES ") ||
+      has(in.text, "DDPBISECT_STATE "))
+    return;
   // A traceback pasted with every line indented (or in a banner's field) reads as if it were not.
   CleanLine shifted;
   const CleanLine* lp = &in;

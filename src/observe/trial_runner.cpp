@@ -96,7 +96,7 @@ void sweep_trial(const TrialSetup& setup, TrialOutcome& out) {
 void diagnose_failure(const Spec& spec, TrialOutcome& out) {
   DiagnosisInput din = inputs_from_outcome(out.to_json());
   for (const auto& log : out.agent_logs)  // torchrun agents' own lines: banner, errors
-    din.logs.push_back({-1, log, log + ".times"});
+    din.logs.push_back({std::nullopt, log, log + ".times"});
   din.library_patterns = spec.match.ignore_frames;
   out.diagnosis = diagnose(din);
   if (out.resource) out.diagnosis = resource_limit_diagnosis(*out.resource, *out.diagnosis);

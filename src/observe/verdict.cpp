@@ -29,7 +29,13 @@ Verdict judge_trial(const TrialOutcome& out, const TrialEnd& end) {
   if (out.resource)
     return {TrialStatus::Fail,
             "resource limit: " + out.resource->limit + " " + out.resource->detail};
-  if (out.port_clash)
+  // A bind that failed on the rendezvous port explains a trial that stalled. It does not make
+  // a trial that ended infra by itself: torchrun agents sharing a host print it for each one
+  // that then joins the store as a client, and a launcher crashing for its own reasons may have
+  // printed it on the way. Those trials are judged by their exits and their diagnosis (which
+  // reads a failure that is the clash as infra).
+  const bool stalled = out.stop == StopReason::Hang || out.stop == StopReason::Timeout;
+  if (out.port_clash && stalled)
     return {TrialStatus::Infra, "MASTER_PORT " + std::to_string(out.master_port) +
                                     " was taken (address already in use)"};
   if (out.stop == StopReason::Hang) {

@@ -44,6 +44,20 @@ TEST(StreamParser, TracebackStaysOpenAcrossForeignLines) {
   EXPECT_EQ(frame_key(e->user_frame()), "data.py:load");
 }
 
+// The state line our Python hook prints as a process exits is not part of the job's message.
+TEST(StreamParser, OurStateLineAfterATracebackIsNotItsMessage) {
+  auto events = parse(
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/bin/torchrun\", line 33, in <module>\n"
+      "AttributeError: 'NoneType' object has no attribute 'get'\n"
+      "DDPBISECT_STATE {\"rank\":0,\"pid\":9,\"role\":\"process\",\"state\":\"exiting\"}\n"
+      "the job's own line after it\n");
+  const Event* e = first_error(events);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->exception, "AttributeError");
+  EXPECT_EQ(e->message, "'NoneType' object has no attribute 'get'\nthe job's own line after it");
+}
+
 TEST(StreamParser, ChainKeepsTheCauseAndBorrowsAUserFrame) {
   auto events = parse(
       "Traceback (most recent call last):\n"

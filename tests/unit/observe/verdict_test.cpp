@@ -80,15 +80,30 @@ TEST(Verdict, ATimeoutWhileExitingIsAPassAndOneWhileProgressingIsNotJudged) {
 }
 
 TEST(Verdict, NotTheBugIsInfra) {
-  TrialOutcome o = two_ranks(rank(0, 1), rank(1, 1));
+  TrialOutcome o = two_ranks(rank(0, -1, SIGKILL, StopReason::Timeout), rank(1, 1));
+  o.stop = StopReason::Timeout;
   o.port_clash = true;
-  Verdict v = judge_trial(o, {});
+  Verdict v = judge_trial(o, {"", "2m"});
   EXPECT_EQ(v.status, TrialStatus::Infra);
   EXPECT_EQ(v.reason, "MASTER_PORT 29501 was taken (address already in use)");
   Verdict s =
       judge_trial(two_ranks(rank(0, 0), rank(1, -1)), {"rank 1: cannot run x: No such file", ""});
   EXPECT_EQ(s.status, TrialStatus::Infra);
   EXPECT_EQ(s.reason, "rank 1: cannot run x: No such file");
+}
+
+// A bind failure some process printed and recovered from (a torchrun agent that joins the store
+// as a client) is not the trial's verdict: a pass stays a pass, a failure goes to the diagnosis.
+TEST(Verdict, APortClashInTheLogsOfATrialThatEndedIsNotItsVerdict) {
+  TrialOutcome o = two_ranks(rank(0, 0), rank(1, 0));
+  o.port_clash = true;
+  EXPECT_EQ(judge_trial(o, {}).status, TrialStatus::Pass);
+  o = two_ranks(rank(0, 0), rank(1, 1));
+  o.port_clash = true;
+  o.first_failure_rank = 1;
+  Verdict v = judge_trial(o, {});
+  EXPECT_EQ(v.status, TrialStatus::Fail);
+  EXPECT_EQ(v.reason, "rank 1 exited with code 1");
 }
 
 TEST(Verdict, AnInterruptIsNeverJudged) {
