@@ -111,10 +111,11 @@ std::string suggest(std::string_view word, const std::vector<std::string>& candi
 std::string failure_headline(const std::vector<int>& ranks, const std::string& exception,
                              const std::string& message, const std::string& where) {
   std::string first = message.substr(0, message.find('\n'));
-  std::string s;
+  std::vector<int> known;
   for (int r : ranks)
-    if (r >= 0) s += (s.empty() ? "" : ", ") + std::to_string(r);
-  if (!s.empty()) s = (s.find(',') == std::string::npos ? "rank " : "ranks ") + s + ": ";
+    if (r >= 0) known.push_back(r);
+  std::string s =
+      known.empty() ? "" : (known.size() == 1 ? "rank " : "ranks ") + join(known, ", ") + ": ";
   if (!exception.empty()) s += exception + (first.empty() ? "" : ": ");
   s += first;
   if (!where.empty()) s += " (" + where + ")";
