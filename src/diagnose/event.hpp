@@ -43,6 +43,7 @@ struct Event {
   std::string source;                // file the event came from
   bool requested = false;            // a stack dump ddpbisect asked for (not a failure)
   bool handled = false;  // logged or ignored by the program ("Exception ignored in", logger)
+  bool logged = false;   // handled by an ERROR log record: a failure if nothing ordinary followed
   bool weak = false;     // a warning-level line: evidence of trouble, not a failure by itself
   bool garbled = false;  // read from a line where processes' output mixed mid-line
   bool first_observed = false;  // the launcher named this rank's failure as the first one

@@ -109,7 +109,16 @@ class Reader {
 
   void finish() {
     facts_.finish(times_.empty() ? offset_ + 1 : lineno_);
-    for (auto& [key, p] : parsers_) p->finish();
+    long long plain = last_skipped_;
+    for (auto& [key, p] : parsers_) {
+      p->finish();
+      plain = std::max(plain, p->last_plain());
+    }
+    // A traceback an ERROR log record carried, after which the file shows only more errors, is
+    // how the process ended (vLLM's workers log their exception, then exit), not one it survived.
+    for (auto& [key, p] : parsers_)
+      for (auto& e : p->events())
+        if (e.logged && e.order > plain) e.handled = false;
   }
 
   bool all_idle() const {
@@ -153,6 +162,8 @@ class Reader {
   // Skipped text: line numbers matter only to index capture times; without them the byte
   // offset orders events as well, and counting newlines would cost a second pass.
   void skip(std::string_view text, size_t from, size_t to) {
+    if (to > from && text.substr(from, to - from).find_first_not_of(" \t\r\n") != text.npos)
+      last_skipped_ = times_.empty() ? offset_ + static_cast<long long>(to - from) : lineno_;
     if (!times_.empty())
       lineno_ += std::count(text.begin() + static_cast<long>(from),
                             text.begin() + static_cast<long>(to), '\n');
@@ -228,6 +239,7 @@ class Reader {
   std::set<int> tagged_;
   long long lineno_ = 0;
   long long offset_ = 0;
+  long long last_skipped_ = -1;  // the order of the last skipped line that was not blank
 };
 
 // torchrun's error.json: {"message": {"message": "Type: msg", "extraInfo": {"py_callstack": ...,

@@ -97,11 +97,18 @@ bool StreamParser::start_block(const CleanLine& l, double time, long long order)
 
 void StreamParser::idle_line(const CleanLine& l, double time, long long order) {
   std::string_view text = l.text;
-  bool logged_error = last_logged_error_;
-  last_logged_error_ = l.python_log && (l.level == 'E' || l.level == 'W');
+  // logger.exception(): the traceback was logged, not raised. At ERROR level it is a failure
+  // after all when nothing ordinary followed it (the reader decides at the end of its file).
+  char logged = last_logged_level_;
+  last_logged_level_ = l.python_log && (l.level == 'E' || l.level == 'W') ? l.level : 0;
+  auto mark_logged = [&] {
+    if (!logged) return;
+    current_.handled = true;
+    current_.logged = logged == 'E';
+  };
   if (has(text, "Traceback (most recent call last)")) {
     start_traceback(text, time, order);
-    if (logged_error) current_.handled = true;  // logger.exception(): logged, not raised
+    mark_logged();
     return;
   }
   if (starts_with(text, "Exception ignored in")) {
@@ -119,10 +126,13 @@ void StreamParser::idle_line(const CleanLine& l, double time, long long order) {
   Frame f;
   if (has(text, "File \"") && parse_frame(text, f)) {
     start_traceback(text, time, order);
-    if (logged_error) current_.handled = true;
+    mark_logged();
     return traceback_line(l, time, order);
   }
+  size_t before = events_.size();
   if (could_matter(text)) free_line(l, time, order);
+  if (events_.size() == before && idle() && last_logged_level_ != 'E' && !trim(text).empty())
+    last_plain_ = order;
 }
 
 void StreamParser::free_line(const CleanLine& l, double time, long long order) {

@@ -35,6 +35,8 @@ class StreamParser {
 
   const std::vector<Event>& events() const { return events_; }
   std::vector<Event>& events() { return events_; }
+  // The order of the last ordinary line it read (one that is neither an event nor an error log).
+  long long last_plain() const { return last_plain_; }
 
  private:
   enum class State {
@@ -94,7 +96,8 @@ class StreamParser {
   // State carried to the next traceback.
   std::optional<int> next_rank_;  // "-- Process N terminated with the following error"
   bool next_handled_ = false;     // "Exception ignored in", an ERROR log record just before
-  bool last_logged_error_ = false;
+  char last_logged_level_ = 0;    // 'E' or 'W': the previous line was a log record at that level
+  long long last_plain_ = -1;
   std::vector<Event> events_;
   static constexpr size_t kMaxEvents = 400;
   static constexpr size_t kMaxFrames = 200;

@@ -1,0 +1,60 @@
+// Reading whole log files: what a file's end says about the blocks in it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "diagnose/diagnosis.hpp"
+
+using namespace ddpbisect;
+namespace fs = std::filesystem;
+
+namespace {
+struct Log {
+  std::string dir;
+  Log() {
+    char tmpl[] = "/tmp/ddpbisect-unit-XXXXXX";
+    dir = mkdtemp(tmpl);
+  }
+  ~Log() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  Diagnosis diagnose_text(const std::string& text) const {
+    std::ofstream(dir + "/console.log") << text;
+    DiagnosisInput in;
+    in.logs.push_back({std::nullopt, dir + "/console.log", ""});
+    return diagnose(in);
+  }
+};
+
+const char* kLogged =
+    "2024-07-24 08:26:01,100 - worker - ERROR - Exception in worker while loading shard\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/job/worker.py\", line 40, in run\n"
+    "    load(shard)\n"
+    "  File \"/job/data.py\", line 12, in load\n"
+    "    raise RuntimeError(\"shard 7 is corrupt\")\n"
+    "RuntimeError: shard 7 is corrupt\n";
+}  // namespace
+
+TEST(LogReader, AnErrorRecordsTracebackThatEndsTheLogIsTheFailure) {
+  Log log;
+  // logger.exception() and then nothing but more errors: the process ended there (vLLM's workers).
+  Diagnosis d = log.diagnose_text(std::string("step 10 loss 1.25\n") + kLogged +
+                                  "2024-07-24 08:26:01,200 - worker - ERROR - worker 1 exiting\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.exception, "RuntimeError");
+  EXPECT_EQ(d.root.message, "shard 7 is corrupt");
+}
+
+TEST(LogReader, AnErrorRecordsTracebackTheRunWentOnFromIsNotTheFailure) {
+  Log log;
+  // The same record followed by ordinary output (the program handled it and trained on), or
+  // logged at WARNING level, is not how the job ended.
+  EXPECT_FALSE(
+      log.diagnose_text(std::string(kLogged) + "\nstep 11 loss 1.20\nstep 12 loss 1.18\n").failed);
+  std::string warned = kLogged;
+  warned.replace(warned.find("ERROR"), 5, "WARNING");
+  EXPECT_FALSE(log.diagnose_text(warned).failed);
+}
