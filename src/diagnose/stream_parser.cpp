@@ -164,6 +164,8 @@ bool StreamParser::exception_line(std::string_view text) {
     chained_text_ += "\n" + type + (message.empty() ? "" : ": " + message);
     return true;
   }
+  // A bare `assert` says what failed only in its source line, which Python printed above.
+  if (message.empty() && type == "AssertionError" && starts_with(code_, "assert ")) message = code_;
   // A wrapper's type names its cause: RayTaskError(KeyError).
   current_.exception = type;
   current_.message = message;
@@ -197,6 +199,7 @@ void StreamParser::start_traceback(std::string_view text, double time, long long
           ? indent
           : 0;
   rich_header_.clear();
+  code_.clear();
 }
 
 void StreamParser::line(const CleanLine& in, double time, long long order) {
@@ -249,10 +252,13 @@ void StreamParser::traceback_line(const CleanLine& l, double time, long long ord
   if (parse_frame(text, f)) {
     add_excerpt(text);
     add_frame(std::move(f));
+    code_.clear();
     return;
   }
   if (text.empty() || indented(text)) {  // source and caret lines
     if (!text.empty()) add_excerpt(text);
+    std::string_view code = trim(text);
+    if (!code.empty() && code[0] != '^' && code[0] != '~') code_.assign(code.substr(0, 200));
     return;
   }
   if (has(text, "Traceback (most recent call last)")) return;  // an interleaved copy's header

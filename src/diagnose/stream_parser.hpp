@@ -86,6 +86,7 @@ class StreamParser {
   int continuation_ = 0;               // message lines after the exception line
   std::string rich_header_;            // rich: a frame header being joined across rows
   size_t base_indent_ = 0;             // a traceback pasted indented: its header's indentation
+  std::string code_;                   // the source line under the traceback's last frame
   // Stack dumps: every thread's frames, to pick the signalled or main thread at the end.
   struct Thread {
     std::string name;

@@ -229,3 +229,31 @@ TEST(StreamParser, TheQuickFilterPassesEveryLineACategoryRuleAccepts) {
   EXPECT_TRUE(could_matter(glued));
   EXPECT_FALSE(could_matter("step 3 ok, loss 0.25"));
 }
+
+TEST(StreamParser, ABareAssertionErrorTakesItsSourceLineAsItsMessage) {
+  auto events = parse(
+      "Traceback (most recent call last):\n"
+      "  File \"/job/data.py\", line 42, in __init__\n"
+      "    assert num_samples > 0\n"
+      "           ^^^^^^^^^^^^^^^\n"
+      "AssertionError\n");
+  const Event* e = first_error(events);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->exception, "AssertionError");
+  EXPECT_EQ(e->message, "assert num_samples > 0");
+  // An assertion with its own message keeps it; another bare exception gets no source line.
+  e =
+      first_error(parse("Traceback (most recent call last):\n"
+                        "  File \"/job/data.py\", line 42, in __init__\n"
+                        "    assert n > 0, \"empty split\"\n"
+                        "AssertionError: empty split\n"));
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->message, "empty split");
+  e =
+      first_error(parse("Traceback (most recent call last):\n"
+                        "  File \"/job/data.py\", line 9, in load\n"
+                        "    raise StopIteration\n"
+                        "StopIteration\n"));
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->message, "");
+}
