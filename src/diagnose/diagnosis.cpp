@@ -155,7 +155,8 @@ void prefer_odd_rank(Event& root, const std::vector<Event>& candidates, const Fa
 // A collective mismatch that names two ranks ("Rank 2 is running ALLREDUCE …, but Rank 3 is
 // running GATHER") with no majority (fingerprints of more ranks) and no launcher's first observed
 // failure does not say which rank took the other path: the printer is one of the two, not
-// necessarily the odd one. Both are named; the rank stays unknown.
+// necessarily the odd one. Both are named; the rank stays unknown. So it stays when the message
+// is cut after the printer's side.
 std::vector<int> mismatch_tie(const Event& root, const Facts& facts) {
   if (root.category != cat::collective_mismatch || root.first_observed) return {};
   if (!odd_ranks(facts, nullptr).empty()) return {};
@@ -164,7 +165,9 @@ std::vector<int> mismatch_tie(const Event& root, const Facts& facts) {
   re2::StringPiece in(root.message);
   int r = 0;
   while (RE2::FindAndConsume(&in, running, &r)) named.insert(r);
-  if (named.size() != 2) return {};
+  // A message cut before its ", but Rank M is running ..." names only the printer's side.
+  bool cut = named.size() == 1 && root.message.find(", but ") == std::string::npos;
+  if (named.size() != 2 && !cut) return {};
   if (root.origin.rank && !named.count(*root.origin.rank)) return {};
   return {named.begin(), named.end()};
 }
@@ -242,6 +245,10 @@ std::string Diagnosis::unknown_rank_why() const {
     why = candidates_alike
               ? "ranks " + join(rank_candidates, ", ") +
                     " failed alike and no time or launcher report says which came first"
+          : rank_candidates.size() == 1
+              ? "the error shows only rank " + std::to_string(rank_candidates[0]) +
+                    "'s side of the mismatch (its message is cut) and nothing says which rank "
+                    "took the other path"
               : "the error names ranks " + join(rank_candidates, " and ") +
                     " and nothing says which took the other path";
   if (last_spawned_local_rank)

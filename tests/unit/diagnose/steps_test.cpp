@@ -589,6 +589,21 @@ TEST(Root, ATwoRankMismatchNamesBothRanksAndNeitherIsGuessed) {
   EXPECT_EQ(d.unknown_rank_why(), "");
 }
 
+TEST(Root, AMismatchCutAfterThePrintersSideNamesNoRank) {
+  // The message names the printer's collective; the excerpt ends before the other side's.
+  Diagnosis d = diagnose_console(
+      "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running "
+      "collective: CollectiveFingerPrint(SequenceNumber=21, OpType=BROADCAST, TensorShape=[1], "
+      "TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, "
+      "layou\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "collective_mismatch");
+  EXPECT_FALSE(d.root.origin.rank);
+  EXPECT_EQ(d.rank_candidates, (std::vector<int>{1}));
+  EXPECT_NE(d.unknown_rank_why().find("only rank 1's side of the mismatch"), std::string::npos)
+      << d.unknown_rank_why();
+}
+
 TEST(Root, ACompletePrefixedTracebackIsHighConfidenceWithItsEvidence) {
   Diagnosis d = diagnose_console(
       "[rank1]: Traceback (most recent call last):\n"
