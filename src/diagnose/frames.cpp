@@ -51,6 +51,25 @@ bool relative_library_path(const std::string& file) {
     if (file == s) return true;
   return false;
 }
+// A framework run from its own checkout (pip install -e): src/accelerate/..., or a checkout
+// named after its package (DeepSpeed/deepspeed/...). Not in site-packages, still not the user's.
+bool editable_library_path(const std::string& file) {
+  static const char* kPackages[] = {"accelerate", "transformers",      "deepspeed",
+                                    "lightning",  "datasets",          "peft",
+                                    "trl",        "diffusers",         "torch",
+                                    "vllm",       "pytorch_lightning", "lightning_fabric"};
+  for (const char* name : kPackages) {
+    std::string dir = "/" + std::string(name) + "/";
+    for (size_t at = file.find(dir); at != std::string::npos; at = file.find(dir, at + 1)) {
+      if (at == 0) continue;
+      size_t parent = file.rfind('/', at - 1);
+      size_t from = parent == std::string::npos ? 0 : parent + 1;
+      std::string above = lowercase(std::string_view(file).substr(from, at - from));
+      if (above == "src" || above == name) return true;
+    }
+  }
+  return false;
+}
 }  // namespace
 
 bool is_library_frame(const std::string& file, const std::vector<std::string>& extra) {
@@ -63,7 +82,7 @@ bool is_library_frame(const std::string& file, const std::vector<std::string>& e
     if (file.find(p) != std::string::npos) return true;
   for (const auto& p : extra)
     if (!p.empty() && file.find(p) != std::string::npos) return true;
-  return relative_library_path(file);
+  return relative_library_path(file) || editable_library_path(file);
 }
 
 std::string frame_key(const Frame* f) {

@@ -257,3 +257,16 @@ TEST(StreamParser, ABareAssertionErrorTakesItsSourceLineAsItsMessage) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->message, "");
 }
+
+TEST(Frames, AFrameworkRunFromItsOwnCheckoutIsStillALibrary) {
+  EXPECT_TRUE(is_library_frame("/usr/lib/python3/dist-packages/accelerate/utils/operations.py"));
+  // pip install -e: a src/ layout, or a checkout named after its package.
+  EXPECT_TRUE(is_library_frame("/home/z/accelerate/src/accelerate/utils/operations.py"));
+  EXPECT_TRUE(is_library_frame("/work/DeepSpeed/deepspeed/runtime/engine.py"));
+  EXPECT_TRUE(is_library_frame("DeepSpeed/deepspeed/runtime/engine.py"));
+  // The user's own code, even in folders with those names elsewhere in the path.
+  EXPECT_FALSE(is_library_frame("/home/z/test.py"));
+  EXPECT_FALSE(is_library_frame("/home/z/projects/accelerate/train.py"));
+  EXPECT_FALSE(is_library_frame("/workspace/Megatron-LM/megatron/core/datasets/gpt_dataset.py"));
+  EXPECT_FALSE(is_library_frame("/src/myproj/datasets_utils/load.py"));
+}
