@@ -121,6 +121,7 @@ std::optional<int> echo_target(const std::vector<Event>& candidates, const Facts
     std::set<int> silent = world;
     for (const auto& e : candidates)
       if (e.origin.rank) silent.erase(*e.origin.rank);
+    for (int r : facts.cut_ranks) silent.erase(r);  // cut off: it may have said something
     if (silent.size() == 1 && world.size() >= 2) target = *silent.begin();
   }
   return target;

@@ -45,6 +45,7 @@ void Facts::merge(Facts&& o) {
   move_all(pids, o.pids);
   move_all(memory, o.memory);
   ranks_seen.insert(o.ranks_seen.begin(), o.ranks_seen.end());
+  cut_ranks.insert(o.cut_ranks.begin(), o.cut_ranks.end());
   for (auto& [src, s] : o.local_seen) local_seen[src].insert(s.begin(), s.end());
   world_size = std::max(world_size, o.world_size);
   procs_per_node = std::max(procs_per_node, o.procs_per_node);

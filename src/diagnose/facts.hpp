@@ -26,6 +26,7 @@ struct Facts {
   std::vector<PidRank> pids;
   std::vector<MemorySample> memory;
   std::set<int> ranks_seen;  // every global rank a tag, a file or a message names
+  std::set<int> cut_ranks;   // ranks a file ends inside the line of (unterminated, cut off)
   std::map<std::string, std::set<int>> local_seen;  // per source: node-local ranks tagged
   int world_size = 0;                               // the largest world size a log states
   // A launcher command's ranks per node (--nproc_per_node N, deepspeed's --num_gpus N), echoed.
@@ -54,6 +55,10 @@ class FactReader {
   bool idle() const { return !in_banner_ && mpirun_lines_ == 0; }
   // The file ended: a banner entry its excerpt cut off before the closing rule still counts.
   void finish(long long order);
+  // The file's last line, which it ends without a newline: the excerpt cut that rank off.
+  void cut_line(const Origin& origin) {
+    if (origin.rank) facts_.cut_ranks.insert(*origin.rank);
+  }
 
  private:
   void banner_line(std::string_view text, long long order);

@@ -55,8 +55,13 @@ class Reader {
       if (n <= 0) break;
       feed(std::string_view(buf.data(), static_cast<size_t>(n)), carry);
     }
-    if (!carry.empty()) line(carry);
+    bool unterminated = !carry.empty();
+    if (unterminated) line(carry);
     close(fd);
+    // The excerpt ends inside its last line: unterminated, or no more than its tags ("[rank9]:[E
+    // ProcessGroupNCCL.cpp:563] [Rank 9]"). Whoever printed it may have been saying anything.
+    if (last_order_ >= 0 && last_order_ > last_skipped_ && (unterminated || last_bare_))
+      facts_.cut_line(last_origin_);
     finish();
   }
 
@@ -186,6 +191,12 @@ class Reader {
   void logical(const CleanLine& l, double t, long long order) {
     Origin origin = origin_of(l);
     facts_.line(l, origin, order);
+    if (!trim(l.text).empty() || l.rank) {
+      static const RE2 tags(R"(\s*(?:\[[^\]]*\]:?\s*)*)");
+      last_origin_ = origin;
+      last_order_ = order;
+      last_bare_ = RE2::FullMatch(re2::StringPiece(l.text.data(), l.text.size()), tags);
+    }
     // c10d prefixes only the first line of a multi-line message: unprefixed lines right after a
     // prefixed block's start continue that block.
     bool untagged = !l.rank && !l.local_rank && !l.pid;
@@ -239,7 +250,11 @@ class Reader {
   std::set<int> tagged_;
   long long lineno_ = 0;
   long long offset_ = 0;
-  long long last_skipped_ = -1;  // the order of the last skipped line that was not blank
+  long long last_skipped_ = -1;
+  // The file's last line that was not blank: whose, where, and whether it held only tags.
+  Origin last_origin_;
+  long long last_order_ = -1;
+  bool last_bare_ = false;  // the order of the last skipped line that was not blank
 };
 
 // torchrun's error.json: {"message": {"message": "Type: msg", "extraInfo": {"py_callstack": ...,

@@ -213,6 +213,7 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
   std::set<int> silent = world;
   for (const auto& e : events)
     if (e.origin.rank) silent.erase(*e.origin.rank);
+  for (int r : facts.cut_ranks) silent.erase(r);  // the excerpt ends inside its line
   // The rank the others' echoes name, when it printed nothing ranked of its own, is more
   // specific than a launcher's "first observed failure" (one-second resolution).
   std::optional<int> pointed = pointed_rank(facts);
@@ -247,6 +248,7 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
   silent = world;
   for (const auto& e : events)
     if (e.origin.rank) silent.erase(*e.origin.rank);
+  for (int r : facts.cut_ranks) silent.erase(r);  // the excerpt ends inside its line
   for (auto& e : events) {
     if (e.origin.rank || e.kind != EventKind::Error || !is_primary(e.category)) continue;
     if (world.size() >= 2 && silent.size() == 1)

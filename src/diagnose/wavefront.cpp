@@ -298,8 +298,9 @@ std::optional<HangVerdict> attribute_hang(const std::vector<Event>& candidates,
   if (culprits.empty()) culprits = odd_stacks(st, waiting, facts, &why);
   if (culprits.empty() && !waiting.empty()) {
     std::vector<int> silent;
+    // A rank the excerpt ends inside the line of may have been saying that it timed out too.
     for (int r : world)
-      if (!waiting.count(r)) silent.push_back(r);
+      if (!waiting.count(r) && !facts.cut_ranks.count(r)) silent.push_back(r);
     if (!silent.empty() && silent.size() < waiting.size()) {
       culprits = silent;
       why = "its watchdog never fired while ranks " +

@@ -58,3 +58,26 @@ TEST(LogReader, AnErrorRecordsTracebackTheRunWentOnFromIsNotTheFailure) {
   warned.replace(warned.find("ERROR"), 5, "WARNING");
   EXPECT_FALSE(log.diagnose_text(warned).failed);
 }
+
+TEST(LogReader, ARankTheExcerptEndsInsideTheLineOfIsNotSilent) {
+  Log log;
+  std::string timeouts;
+  for (int r : {1, 3})
+    timeouts += "[rank" + std::to_string(r) + "]:[E ProcessGroupNCCL.cpp:563] [Rank " +
+                std::to_string(r) +
+                "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+                "OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600005 "
+                "milliseconds before timing out.\n";
+  // Rank 9's line holds only its tags, or stops mid-line: it may have been timing out as well.
+  for (const char* tail : {"[rank9]:[E ProcessGroupNCCL.cpp:563] [Rank 9]\n",
+                           "[rank9]:[E ProcessGroupNCCL.cpp:563] [Rank 9] Watchdog caught"}) {
+    Diagnosis d = log.diagnose_text(timeouts + tail);
+    ASSERT_TRUE(d.failed) << tail;
+    EXPECT_NE(d.root.origin.rank, 9) << tail;
+  }
+  // The same line earlier, not cut by the excerpt's end: rank 9 said nothing of a timeout, and
+  // is the one the others wait for.
+  Diagnosis d = log.diagnose_text("[rank9]:[E ProcessGroupNCCL.cpp:563] [Rank 9]\n" + timeouts);
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.origin.rank, 9);
+}
