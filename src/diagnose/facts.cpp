@@ -350,9 +350,11 @@ void FactReader::collective_line(std::string_view text, const Origin& origin) {
 }
 
 // Echoes that name the rank they lost.
+// NCCL's desync report (TORCH_NCCL_DESYNC_DEBUG) lists "the lagging/dead/mismatched ranks that
+// caused the desync": "[1] finished collective #2, but didn't join collective #3".
 void FactReader::pointer_line(std::string_view text, const Origin& origin, long long order) {
   static const RE2 named(
-      R"((?:Please check rank (\d+) logs|from rank (\d+)\. Please check|send/recv from rank (\d+)|Rank (\d+) failed to pass monitoredBarrier))");
+      R"((?:Please check rank (\d+) logs|from rank (\d+)\. Please check|send/recv from rank (\d+)|Rank (\d+) failed to pass monitoredBarrier|^\s*(?:- )?\[(\d+)\] (?:finished collective #\d+, but didn't join|joined but didn't finish) collective))");
   static const RE2 local(R"(Connection closed by localRank (\d+))");
   static const RE2 died(R"(ActorDiedError|actor died|worker died|Worker unexpectedly exits)");
   static const RE2 pid(R"(^\s*pid: (\d+)\s*$)");

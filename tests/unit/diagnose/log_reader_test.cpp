@@ -81,3 +81,19 @@ TEST(LogReader, ARankTheExcerptEndsInsideTheLineOfIsNotSilent) {
   ASSERT_TRUE(d.failed);
   EXPECT_EQ(d.root.origin.rank, 9);
 }
+
+TEST(LogReader, NcclsDesyncReportNamesTheRankThatCausedTheDesync) {
+  Log log;
+  Diagnosis d = log.diagnose_text(
+      "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+      "OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=60000) ran for 60010 milliseconds "
+      "before timing out.\n"
+      " - [0] Timeout at collective: ALLREDUCE, #6\n"
+      " - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+      "     [2] joined but didn't finish collective #6 (count from 1)\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "hang");
+  EXPECT_EQ(d.root.origin.rank, 2);
+  EXPECT_NE(d.root.message.find("didn't finish collective #6"), std::string::npos)
+      << d.root.message;
+}
