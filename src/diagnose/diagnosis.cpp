@@ -331,10 +331,10 @@ std::string explain_diagnosis(const Diagnosis& d) {
     if (const Frame* f = best_frame(root)) os << "; it was at " << frame_display(f);
     os << ".";
   } else if (!is_primary(root.category)) {
-    os << "No rank shows a failure of its own; " << rank_words(root.origin.rank) << ": "
+    os << "No rank shows a failure of its own; " << rank_words(root.origin) << ": "
        << summarize(root) << ".";
   } else {
-    std::string who = rank_words(root.origin.rank);
+    std::string who = rank_words(root.origin);
     who[0] = static_cast<char>(toupper(who[0]));
     os << who << " failed first: " << summarize(root) << ".";
   }

@@ -28,6 +28,7 @@ struct LogInput {
   std::optional<int> rank;  // none: a combined log; ranks come from line prefixes
   std::string path;
   std::string times_path;  // one capture time (ms) per line, or ""
+  std::string process;     // a launcher's own log: who printed its untagged lines
 };
 
 struct DiagnosisInput {
@@ -108,6 +109,8 @@ Diagnosis diagnose(const DiagnosisInput& input);
 
 // "rank 3", or "an unknown rank": how text output names a rank.
 std::string rank_words(const std::optional<int>& rank);
+// The same for an event's origin: with no rank, the process whose own log printed it.
+std::string rank_words(const Origin& origin);
 
 // Inputs from an outcome.json of ours; `folder`, when given, is where that outcome.json lies
 // (its recorded paths are relative to where the run started).

@@ -24,6 +24,7 @@ struct Origin {
   long pid = 0;
   std::string host;
   std::string rank_from;  // how the rank was learned: prefix, file name, message, banner, ...
+  std::string process;    // no rank: the process whose own log it is ("the launcher on node 0")
 };
 
 enum class EventKind { Error, Stack, Exit };

@@ -76,7 +76,7 @@ void add_file(const fs::path& f, const fs::path& root, DiagnosisInput& in) {
   } else if (starts_as_pickle(f)) {
     in.flight_recorder.push_back({trailing_rank(f), f.string(), ""});
   } else if (is_log_file(f)) {
-    in.logs.push_back({rank_of(f, root), f.string(), ""});
+    in.logs.push_back({rank_of(f, root), f.string(), "", ""});
   }
 }
 
@@ -159,7 +159,7 @@ DiagnosisInput inputs_from_outcome(const json& o, const std::string& folder) {
     in.exits.push_back(x);
     for (const char* stream : {"stdout", "stderr"}) {
       std::string path = rebase(json_field(r, stream, ""), recorded_dir, folder);
-      if (!path.empty()) in.logs.push_back({x.rank, path, path + ".times"});
+      if (!path.empty()) in.logs.push_back({x.rank, path, path + ".times", ""});
     }
   }
   std::string reason = json_field(o, "reason", "");
@@ -220,7 +220,7 @@ std::optional<std::string> add_paths(const std::vector<std::string>& paths, Diag
         add_file(p, p.parent_path(), in);
         // A single log given by name is read whatever its extension.
         if (in.logs.size() == before && !is_agent_trace(p) && !starts_as_pickle(p))
-          in.logs.push_back({rank_of(p, p.parent_path()), p.string(), ""});
+          in.logs.push_back({rank_of(p, p.parent_path()), p.string(), "", ""});
       }
       continue;
     }

@@ -222,6 +222,8 @@ class Reader {
       o.local_rank = l.local_rank;
     } else if (log_.rank && *log_.rank >= 0) {
       o.rank = log_.rank, o.rank_from = "file name";
+    } else {
+      o.process = log_.process;
     }
     return o;
   }

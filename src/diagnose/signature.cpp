@@ -20,6 +20,10 @@ std::string rank_words(const std::optional<int>& rank) {
   return rank ? "rank " + std::to_string(*rank) : "an unknown rank";
 }
 
+std::string rank_words(const Origin& origin) {
+  return !origin.rank && !origin.process.empty() ? origin.process : rank_words(origin.rank);
+}
+
 json Signature::to_json() const {
   return {{"category", category}, {"exception", exception}, {"frame", frame},
           {"message", message},   {"ranks", ranks},         {"stuck", stuck}};
@@ -98,20 +102,23 @@ json Diagnosis::to_json() const {
     for (const auto& fr : root.frames)
       frames.push_back(
           {{"file", fr.file}, {"line", fr.line}, {"function", fr.function}, {"user", fr.user}});
-    root_json = {{"rank", rank_json(root.origin.rank)},
-                 {"rank_from", root.origin.rank ? json(root.origin.rank_from) : json(nullptr)},
-                 {"category", root.category},
-                 {"primary", is_primary(root.category)},
-                 {"exception", root.exception},
-                 {"message", root.message},
-                 {"frame", f ? json(frame_display(f)) : json(nullptr)},
-                 {"file", f ? json(f->file) : json(nullptr)},
-                 {"line", f ? json(f->line) : json(nullptr)},
-                 {"function", f ? json(f->function) : json(nullptr)},
-                 {"frames", frames},
-                 {"excerpt", root.excerpt},
-                 {"source", root.source},
-                 {"time", root.time >= 0 ? json(root.time) : json(nullptr)}};
+    root_json = {
+        {"rank", rank_json(root.origin.rank)},
+        {"rank_from", root.origin.rank ? json(root.origin.rank_from) : json(nullptr)},
+        {"process", root.origin.rank || root.origin.process.empty() ? json(nullptr)
+                                                                    : json(root.origin.process)},
+        {"category", root.category},
+        {"primary", is_primary(root.category)},
+        {"exception", root.exception},
+        {"message", root.message},
+        {"frame", f ? json(frame_display(f)) : json(nullptr)},
+        {"file", f ? json(f->file) : json(nullptr)},
+        {"line", f ? json(f->line) : json(nullptr)},
+        {"function", f ? json(f->function) : json(nullptr)},
+        {"frames", frames},
+        {"excerpt", root.excerpt},
+        {"source", root.source},
+        {"time", root.time >= 0 ? json(root.time) : json(nullptr)}};
     root_json["confidence"] = confidence;
     root_json["evidence"] = evidence;
     if (!rank_candidates.empty()) root_json["rank_candidates"] = rank_candidates;

@@ -11,6 +11,7 @@
 #include "common/interrupt.hpp"
 #include "common/json_util.hpp"
 #include "common/output.hpp"
+#include "common/text.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "launch/cgroup.hpp"
 #include "launch/ports.hpp"
@@ -95,8 +96,11 @@ void sweep_trial(const TrialSetup& setup, TrialOutcome& out) {
 
 void diagnose_failure(const Spec& spec, TrialOutcome& out) {
   DiagnosisInput din = inputs_from_outcome(out.to_json());
-  for (const auto& log : out.agent_logs)  // torchrun agents' own lines: banner, errors
-    din.logs.push_back({std::nullopt, log, log + ".times"});
+  for (const auto& log : out.agent_logs) {  // torchrun agents' own lines: banner, errors
+    std::string node = fs::path(log).parent_path().filename().string();  // nodeN
+    if (starts_with(node, "node")) node = "node " + node.substr(4);
+    din.logs.push_back({std::nullopt, log, log + ".times", "the launcher on " + node});
+  }
   din.library_patterns = spec.match.ignore_frames;
   out.diagnosis = diagnose(din);
   if (out.resource) out.diagnosis = resource_limit_diagnosis(*out.resource, *out.diagnosis);

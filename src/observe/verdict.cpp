@@ -72,7 +72,7 @@ Verdict refine_verdict(const Verdict& verdict, const Diagnosis& d) {
   if (d.root.category == cat::infra)
     return {TrialStatus::Infra, "infrastructure: " + d.root.message.substr(0, 200)};
   if (d.root.category == cat::resource_limit) return verdict;
-  return {TrialStatus::Fail, rank_words(d.root.origin.rank) + ": " + d.signature.to_string()};
+  return {TrialStatus::Fail, rank_words(d.root.origin) + ": " + d.signature.to_string()};
 }
 
 Diagnosis resource_limit_diagnosis(const ResourceFault& fault, Diagnosis d) {

@@ -23,7 +23,7 @@ struct Log {
   Diagnosis diagnose_text(const std::string& text) const {
     std::ofstream(dir + "/console.log") << text;
     DiagnosisInput in;
-    in.logs.push_back({std::nullopt, dir + "/console.log", ""});
+    in.logs.push_back({std::nullopt, dir + "/console.log", "", ""});
     return diagnose(in);
   }
 };
@@ -96,4 +96,22 @@ TEST(LogReader, NcclsDesyncReportNamesTheRankThatCausedTheDesync) {
   EXPECT_EQ(d.root.origin.rank, 2);
   EXPECT_NE(d.root.message.find("didn't finish collective #6"), std::string::npos)
       << d.root.message;
+}
+
+TEST(LogReader, ALaunchersOwnCrashIsTheLaunchersNotAnUnknownRanks) {
+  Log log;
+  std::ofstream(log.dir + "/torchrun.stderr")
+      << "Traceback (most recent call last):\n"
+         "  File \"/usr/bin/torchrun\", line 33, in <module>\n"
+         "    sys.exit(load_entry_point('torch==1.13.0', 'console_scripts', 'torchrun')())\n"
+         "AttributeError: module 'torch.distributed.run' has no attribute 'main'\n";
+  DiagnosisInput in;
+  in.logs.push_back({std::nullopt, log.dir + "/torchrun.stderr", "", "the launcher on node 0"});
+  Diagnosis d = diagnose(in);
+  ASSERT_TRUE(d.failed);
+  EXPECT_FALSE(d.root.origin.rank);
+  EXPECT_EQ(rank_words(d.root.origin), "the launcher on node 0");
+  EXPECT_EQ(d.explanation.rfind("The launcher on node 0 failed first: AttributeError", 0), 0u)
+      << d.explanation;
+  EXPECT_EQ(d.to_json()["root_cause"]["process"], "the launcher on node 0");
 }
