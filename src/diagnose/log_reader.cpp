@@ -87,6 +87,7 @@ class Reader {
         }
         out.push_back(std::move(e));
       }
+    if (barrier_wait_) out.push_back(std::move(*barrier_wait_));
   }
 
  private:
@@ -191,6 +192,7 @@ class Reader {
   void logical(const CleanLine& l, double t, long long order) {
     Origin origin = origin_of(l);
     facts_.line(l, origin, order);
+    barrier_line(l, origin, t, order);
     if (!trim(l.text).empty() || l.rank) {
       static const RE2 tags(R"(\s*(?:\[[^\]]*\]:?\s*)*)");
       last_origin_ = origin;
@@ -210,6 +212,37 @@ class Reader {
       if (tagged_.size() < 64) tagged_.insert(*l.rank);
     }
     p.line(l, t, order);
+  }
+
+  // c10d's store-based barrier in init_process_group logs every 10 s while it waits for the
+  // group's workers, then that it completed (or timed out). A log that ends still waiting shows
+  // a group that never formed: no worker has failed, some never arrived.
+  void barrier_line(const CleanLine& l, const Origin& origin, double t, long long order) {
+    static const RE2 waiting(
+        R"(Waiting in store based barrier to initialize process group for rank: (\d+), key: \S+ \(world_size=(\d+), worker_count=(\d+))");
+    static const RE2 done(R"(Completed store-based barrier|Timed out initializing process group)");
+    re2::StringPiece text(l.text.data(), l.text.size());
+    int rank = 0, world = 0, workers = 0;
+    if (RE2::PartialMatch(text, waiting, &rank, &world, &workers) && workers < world) {
+      Event e;
+      e.category = cat::rendezvous;
+      e.printer = rank;
+      e.origin.host = origin.host;
+      e.time = t;
+      e.order = order;
+      e.source = log_.path;
+      e.message = "the process group never formed: rank " + std::to_string(rank) +
+                  " still waited in init_process_group's store-based barrier, " +
+                  std::to_string(workers) + " of " + std::to_string(world) +
+                  " workers arrived, when the log ends";
+      e.excerpt.push_back(std::string(trim(l.text)).substr(0, 400));
+      if (!barrier_wait_)
+        barrier_wait_ = std::move(e);
+      else
+        barrier_wait_->excerpt = e.excerpt;  // the first wait is when it began
+    } else if (RE2::PartialMatch(text, done)) {
+      barrier_wait_.reset();
+    }
   }
 
   Origin origin_of(const CleanLine& l) const {
@@ -256,7 +289,9 @@ class Reader {
   // The file's last line that was not blank: whose, where, and whether it held only tags.
   Origin last_origin_;
   long long last_order_ = -1;
-  bool last_bare_ = false;  // the order of the last skipped line that was not blank
+  bool last_bare_ = false;
+  std::optional<Event> barrier_wait_;  // a store-based barrier still waited in  // the order of the
+                                       // last skipped line that was not blank
 };
 
 // torchrun's error.json: {"message": {"message": "Type: msg", "extraInfo": {"py_callstack": ...,

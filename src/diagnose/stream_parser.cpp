@@ -47,7 +47,7 @@ const RE2& trigger_regex() {
     o.set_max_mem(32 << 20);  // room for the DFA's states: a starved cache falls back to slower
     o.set_never_capture(true);
     std::string pattern =
-        R"(rror|RROR|CRITICAL|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnect|Signal|cannot run |exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|[Mm]emory|MEM|RSS|rss|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|nproc[_-]per[_-]node|num_gpus|Timeout \(|Python v|mpirank|rank \d+|Rank \d+|\(local_rank: \d|File "|didn't join|didn't finish)";
+        R"(rror|RROR|CRITICAL|xception|Traceback|Fatal|terminate called|what\(\)|Watchdog|imed out|onnect|Signal|cannot run |exitcode|exit code|Root Cause|NCCL WARN|out of memory|Out [Oo]f [Mm]emory|Expected|Detected|hread |stack dump|CUDA|Aborted|Segmentation|closing signal|monitoredBarrier|[Nn]a[Nn]|non-finite|FAILED|Killed|killed|oom|OOM|SeqNum|enqueued|HEARTBEAT|COLLECTIVES|Process \d|process \d|task \d|[Mm]emory|MEM|RSS|rss|pid|exited|exits|Stack trace|[Rr]eturn code|world size|WORLD_SIZE|GLOBAL_RANK|nproc[_-]per[_-]node|num_gpus|Timeout \(|Python v|mpirank|rank \d+|Rank \d+|\(local_rank: \d|File "|didn't join|didn't finish|store based barrier|store-based barrier)";
     for (const Category& c : categories())
       if (*c.pattern) pattern += std::string("|(?m:") + c.pattern + ")";
     return RE2(pattern, o);

@@ -115,3 +115,24 @@ TEST(LogReader, ALaunchersOwnCrashIsTheLaunchersNotAnUnknownRanks) {
       << d.explanation;
   EXPECT_EQ(d.to_json()["root_cause"]["process"], "the launcher on node 0");
 }
+
+TEST(LogReader, AStoreBarrierStillWaitedInWhenTheLogEndsIsAGroupThatNeverFormed) {
+  Log log;
+  std::string wait;
+  for (int i = 0; i < 3; ++i)
+    wait += "[2025-03-11 05:21:0" + std::to_string(i) +
+            ",421][torch.distributed.distributed_c10d][INFO] - Waiting in store based barrier to "
+            "initialize process group for rank: 0, key: store_based_barrier_key:1 "
+            "(world_size=4, worker_count=2, timeout=0:30:00)\n";
+  Diagnosis d = log.diagnose_text(wait);
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "rendezvous");
+  EXPECT_FALSE(d.root.origin.rank);  // rank 0 waits; which workers are missing is not said
+  EXPECT_NE(d.root.message.find("2 of 4 workers arrived"), std::string::npos) << d.root.message;
+  // The usual start of a job whose ranks come up at different times: waited, then completed.
+  EXPECT_FALSE(log.diagnose_text(wait +
+                                 "[2025-03-11 05:21:09,100][torch.distributed.distributed_c10d]"
+                                 "[INFO] - Rank 0: Completed store-based barrier for key:"
+                                 "store_based_barrier_key:1 with 4 nodes.\n")
+                   .failed);
+}
