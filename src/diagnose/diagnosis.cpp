@@ -140,6 +140,31 @@ void retarget_echo(Event& root, const std::vector<Event>& candidates, const Fact
                  " printed no error; every other rank lost its connection to it (" + seen + ")";
 }
 
+// NCCL's result code under c10d's wrapper ("NCCL error in: ..., unhandled system error") says
+// only which kind of call failed; NCCL's own WARN line before it, from the same process, says
+// what failed (a shared memory segment it could not create, an IB completion error). The
+// message carries both; the signature keeps the wrapper's first line.
+void add_nccl_cause(Event& root, const std::vector<Event>& candidates) {
+  static const RE2 generic(
+      R"((?i)unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited)");
+  if (root.category != cat::nccl_error || root.message.find("WARN") != std::string::npos ||
+      !RE2::PartialMatch(root.message, generic))
+    return;
+  const Event* cause = nullptr;
+  for (const auto& e : candidates)
+    if (e.kind == EventKind::Error && e.source == root.source && e.order < root.order &&
+        (e.category == cat::nccl_error || e.category == cat::cuda_error) &&
+        e.message.find("WARN ") != std::string::npos &&
+        (!e.origin.rank || !root.origin.rank || e.origin.rank == root.origin.rank) &&
+        (!cause || e.order > cause->order))
+      cause = &e;
+  if (!cause) return;
+  std::string_view words = cause->message;
+  words.remove_prefix(words.find("WARN "));
+  root.message += "\n" + std::string(words);
+  if (root.excerpt.size() < 80) root.excerpt.push_back(cause->message);
+}
+
 // A collective mismatch every rank reports is the odd rank's: the one that ran another
 // collective than the rest at that sequence number (DETAIL's fingerprints say which).
 void prefer_odd_rank(Event& root, const std::vector<Event>& candidates, const Facts& facts) {
@@ -426,6 +451,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     if (std::string quoted = quoted_primary(d.root.message); !quoted.empty())
       d.root.category = quoted;
   prefer_odd_rank(d.root, c, ev.facts);
+  add_nccl_cause(d.root, c);
   d.rank_candidates = mismatch_tie(d.root, ev.facts);
   if (d.rank_candidates.empty()) {
     d.rank_candidates = alike_ranks(d.root, c);

@@ -136,3 +136,21 @@ TEST(LogReader, AStoreBarrierStillWaitedInWhenTheLogEndsIsAGroupThatNeverFormed)
                                  "store_based_barrier_key:1 with 4 nodes.\n")
                    .failed);
 }
+
+TEST(LogReader, NcclsOwnWarningIsTheCauseUnderC10dsUnhandledSystemError) {
+  Log log;
+  Diagnosis d = log.diagnose_text(
+      "node-7:97:183 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+      "nccl-shm-recv-c43b8 (size 9637888)\n"
+      "node-7:97:183 [0] NCCL INFO transport/shm.cc:100 -> 2\n"
+      "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:784, "
+      "unhandled system error, NCCL version 2.7.8\n");
+  ASSERT_TRUE(d.failed);
+  EXPECT_EQ(d.root.category, "nccl_error");
+  EXPECT_EQ(d.root.exception, "RuntimeError");
+  EXPECT_NE(d.root.message.find("WARN Error while creating shared memory segment"),
+            std::string::npos)
+      << d.root.message;
+  // The signature is the wrapper's: the segment's name and size vary from run to run.
+  EXPECT_EQ(d.signature.message.find("shared memory"), std::string::npos) << d.signature.message;
+}
