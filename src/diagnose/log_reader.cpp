@@ -236,10 +236,12 @@ class Reader {
                   std::to_string(workers) + " of " + std::to_string(world) +
                   " workers arrived, when the log ends";
       e.excerpt.push_back(std::string(trim(l.text)).substr(0, 400));
-      if (!barrier_wait_)
+      if (!barrier_wait_) {
         barrier_wait_ = std::move(e);
-      else
-        barrier_wait_->excerpt = e.excerpt;  // the first wait is when it began
+      } else {  // when the wait began, with the latest count of workers
+        barrier_wait_->message = std::move(e.message);
+        barrier_wait_->excerpt = std::move(e.excerpt);
+      }
     } else if (RE2::PartialMatch(text, done)) {
       barrier_wait_.reset();
     }
