@@ -242,18 +242,20 @@ TEST(StreamParser, ABareAssertionErrorTakesItsSourceLineAsItsMessage) {
   EXPECT_EQ(e->exception, "AssertionError");
   EXPECT_EQ(e->message, "assert num_samples > 0");
   // An assertion with its own message keeps it; another bare exception gets no source line.
-  e =
-      first_error(parse("Traceback (most recent call last):\n"
-                        "  File \"/job/data.py\", line 42, in __init__\n"
-                        "    assert n > 0, \"empty split\"\n"
-                        "AssertionError: empty split\n"));
+  auto with_message = parse(
+      "Traceback (most recent call last):\n"
+      "  File \"/job/data.py\", line 42, in __init__\n"
+      "    assert n > 0, \"empty split\"\n"
+      "AssertionError: empty split\n");
+  e = first_error(with_message);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->message, "empty split");
-  e =
-      first_error(parse("Traceback (most recent call last):\n"
-                        "  File \"/job/data.py\", line 9, in load\n"
-                        "    raise StopIteration\n"
-                        "StopIteration\n"));
+  auto other = parse(
+      "Traceback (most recent call last):\n"
+      "  File \"/job/data.py\", line 9, in load\n"
+      "    raise StopIteration\n"
+      "StopIteration\n");
+  e = first_error(other);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->message, "");
 }
