@@ -48,6 +48,11 @@ std::optional<HangVerdict> attribute_hang(const std::vector<Event>& candidates,
                                           const std::vector<Event>& stacks, const Facts& facts,
                                           const std::set<int>& world, bool declared_hang);
 
+// The ranks of `world` that printed no event, less those whose line the excerpt ends inside
+// (they may have been saying anything): the candidates for "the rank that said nothing".
+std::set<int> silent_ranks(const std::set<int>& world, const std::vector<Event>& events,
+                           const Facts& facts);
+
 // The rank most echoes point at ("Please check rank 0 logs", "closed by localRank 1").
 std::optional<int> pointed_rank(const Facts& facts);
 // The ranks that ran another collective than the rest at the first sequence number where ranks

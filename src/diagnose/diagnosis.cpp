@@ -118,10 +118,7 @@ std::optional<int> echo_target(const std::vector<Event>& candidates, const Facts
                                const std::set<int>& world) {
   std::optional<int> target = pointed_rank(facts);
   if (!target) {
-    std::set<int> silent = world;
-    for (const auto& e : candidates)
-      if (e.origin.rank) silent.erase(*e.origin.rank);
-    for (int r : facts.cut_ranks) silent.erase(r);  // cut off: it may have said something
+    std::set<int> silent = silent_ranks(world, candidates, facts);
     if (silent.size() == 1 && world.size() >= 2) target = *silent.begin();
   }
   return target;

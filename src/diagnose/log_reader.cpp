@@ -60,7 +60,9 @@ class Reader {
     close(fd);
     // The excerpt ends inside its last line: unterminated, or no more than its tags ("[rank9]:[E
     // ProcessGroupNCCL.cpp:563] [Rank 9]"). Whoever printed it may have been saying anything.
-    if (last_order_ >= 0 && last_order_ > last_skipped_ && (unterminated || last_bare_))
+    static const RE2 tags(R"(\s*(?:\[[^\]]*\]:?\s*)*)");
+    if (last_order_ >= 0 && last_order_ > last_skipped_ &&
+        (unterminated || RE2::FullMatch(last_text_, tags)))
       facts_.cut_line(last_origin_);
     finish();
   }
@@ -194,10 +196,9 @@ class Reader {
     facts_.line(l, origin, order);
     barrier_line(l, origin, t, order);
     if (!trim(l.text).empty() || l.rank) {
-      static const RE2 tags(R"(\s*(?:\[[^\]]*\]:?\s*)*)");
       last_origin_ = origin;
       last_order_ = order;
-      last_bare_ = RE2::FullMatch(re2::StringPiece(l.text.data(), l.text.size()), tags);
+      last_text_.assign(l.text);  // read once, at the end of the file
     }
     // c10d prefixes only the first line of a multi-line message: unprefixed lines right after a
     // prefixed block's start continue that block.
@@ -221,6 +222,9 @@ class Reader {
     static const RE2 waiting(
         R"(Waiting in store based barrier to initialize process group for rank: (\d+), key: \S+ \(world_size=(\d+), worker_count=(\d+))");
     static const RE2 done(R"(Completed store-based barrier|Timed out initializing process group)");
+    if (l.text.find("barrier") == std::string::npos &&
+        l.text.find("Timed out initializing") == std::string::npos)
+      return;  // the quick test: most lines are neither
     re2::StringPiece text(l.text.data(), l.text.size());
     int rank = 0, world = 0, workers = 0;
     if (RE2::PartialMatch(text, waiting, &rank, &world, &workers) && workers < world) {
@@ -288,10 +292,10 @@ class Reader {
   long long lineno_ = 0;
   long long offset_ = 0;
   long long last_skipped_ = -1;
-  // The file's last line that was not blank: whose, where, and whether it held only tags.
+  // The file's last line that was not blank: whose, where, and its text.
   Origin last_origin_;
   long long last_order_ = -1;
-  bool last_bare_ = false;
+  std::string last_text_;
   std::optional<Event> barrier_wait_;  // a store-based barrier still waited in  // the order of the
                                        // last skipped line that was not blank
 };

@@ -109,6 +109,15 @@ std::optional<int> launcher_rank(const Event& e, const Facts& facts,
 }  // namespace
 
 // The rank most echoes point at (local pointers through the launcher's map).
+std::set<int> silent_ranks(const std::set<int>& world, const std::vector<Event>& events,
+                           const Facts& facts) {
+  std::set<int> silent = world;
+  for (const auto& e : events)
+    if (e.origin.rank) silent.erase(*e.origin.rank);
+  for (int r : facts.cut_ranks) silent.erase(r);
+  return silent;
+}
+
 std::optional<int> pointed_rank(const Facts& facts) {
   std::map<int, int> votes;
   for (const auto& p : facts.pointers) {
@@ -210,10 +219,7 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
   for (auto& e : events)
     if (!e.origin.rank) ranked_copy(e, events);
   std::set<int> world = known_world(events, facts, {});
-  std::set<int> silent = world;
-  for (const auto& e : events)
-    if (e.origin.rank) silent.erase(*e.origin.rank);
-  for (int r : facts.cut_ranks) silent.erase(r);  // the excerpt ends inside its line
+  std::set<int> silent = silent_ranks(world, events, facts);
   // The rank the others' echoes name, when it printed nothing ranked of its own, is more
   // specific than a launcher's "first observed failure" (one-second resolution).
   std::optional<int> pointed = pointed_rank(facts);
@@ -245,10 +251,7 @@ void attribute_ranks(std::vector<Event>& events, const Facts& facts) {
     if (!e.origin.rank && e.kind == EventKind::Exit && !facts.launcher_seen && !e.origin.pid &&
         e.message.find("shell: ") != std::string::npos)
       set_rank(e, 0, "the shell's foreground process");
-  silent = world;
-  for (const auto& e : events)
-    if (e.origin.rank) silent.erase(*e.origin.rank);
-  for (int r : facts.cut_ranks) silent.erase(r);  // the excerpt ends inside its line
+  silent = silent_ranks(world, events, facts);
   for (auto& e : events) {
     if (e.origin.rank || e.kind != EventKind::Error || !is_primary(e.category)) continue;
     if (world.size() >= 2 && silent.size() == 1)
