@@ -2,28 +2,19 @@
 // version: read with checks, never an assertion or an exception (issue #19, fuzz).
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 
+#include "../scratch_dir.hpp"
 #include "diagnose/diagnosis.hpp"
 
 using namespace ddpbisect;
-namespace fs = std::filesystem;
 
 namespace {
 struct Trial {
-  std::string dir;
-  Trial() {
-    char tmpl[] = "/tmp/ddpbisect-unit-XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
-  ~Trial() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  ScratchDir dir;
   PathInputs read(const std::string& outcome) const {
-    std::ofstream(dir + "/outcome.json") << outcome;
-    return inputs_from_paths({dir});
+    std::ofstream(dir.path + "/outcome.json") << outcome;
+    return inputs_from_paths({dir.path});
   }
 };
 }  // namespace

@@ -1,32 +1,14 @@
 // Reading whole log files: what a file's end says about the blocks in it.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 
+#include "console.hpp"
 #include "diagnose/diagnosis.hpp"
 
 using namespace ddpbisect;
-namespace fs = std::filesystem;
 
 namespace {
-struct Log {
-  std::string dir;
-  Log() {
-    char tmpl[] = "/tmp/ddpbisect-unit-XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
-  ~Log() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  Diagnosis diagnose_text(const std::string& text) const {
-    std::ofstream(dir + "/console.log") << text;
-    DiagnosisInput in;
-    in.logs.push_back({std::nullopt, dir + "/console.log", "", ""});
-    return diagnose(in);
-  }
-};
 
 const char* kLogged =
     "2024-07-24 08:26:01,100 - worker - ERROR - Exception in worker while loading shard\n"
@@ -39,28 +21,25 @@ const char* kLogged =
 }  // namespace
 
 TEST(LogReader, AnErrorRecordsTracebackThatEndsTheLogIsTheFailure) {
-  Log log;
   // logger.exception() and then nothing but more errors: the process ended there (vLLM's workers).
-  Diagnosis d = log.diagnose_text(std::string("step 10 loss 1.25\n") + kLogged +
-                                  "2024-07-24 08:26:01,200 - worker - ERROR - worker 1 exiting\n");
+  Diagnosis d = diagnose_console(std::string("step 10 loss 1.25\n") + kLogged +
+                                 "2024-07-24 08:26:01,200 - worker - ERROR - worker 1 exiting\n");
   ASSERT_TRUE(d.failed);
   EXPECT_EQ(d.root.exception, "RuntimeError");
   EXPECT_EQ(d.root.message, "shard 7 is corrupt");
 }
 
 TEST(LogReader, AnErrorRecordsTracebackTheRunWentOnFromIsNotTheFailure) {
-  Log log;
   // The same record followed by ordinary output (the program handled it and trained on), or
   // logged at WARNING level, is not how the job ended.
   EXPECT_FALSE(
-      log.diagnose_text(std::string(kLogged) + "\nstep 11 loss 1.20\nstep 12 loss 1.18\n").failed);
+      diagnose_console(std::string(kLogged) + "\nstep 11 loss 1.20\nstep 12 loss 1.18\n").failed);
   std::string warned = kLogged;
   warned.replace(warned.find("ERROR"), 5, "WARNING");
-  EXPECT_FALSE(log.diagnose_text(warned).failed);
+  EXPECT_FALSE(diagnose_console(warned).failed);
 }
 
 TEST(LogReader, ARankTheExcerptEndsInsideTheLineOfIsNotSilent) {
-  Log log;
   std::string timeouts;
   for (int r : {1, 3})
     timeouts += "[rank" + std::to_string(r) + "]:[E ProcessGroupNCCL.cpp:563] [Rank " +
@@ -71,20 +50,19 @@ TEST(LogReader, ARankTheExcerptEndsInsideTheLineOfIsNotSilent) {
   // Rank 9's line holds only its tags, or stops mid-line: it may have been timing out as well.
   for (const char* tail : {"[rank9]:[E ProcessGroupNCCL.cpp:563] [Rank 9]\n",
                            "[rank9]:[E ProcessGroupNCCL.cpp:563] [Rank 9] Watchdog caught"}) {
-    Diagnosis d = log.diagnose_text(timeouts + tail);
+    Diagnosis d = diagnose_console(timeouts + tail);
     ASSERT_TRUE(d.failed) << tail;
     EXPECT_NE(d.root.origin.rank, 9) << tail;
   }
   // The same line earlier, not cut by the excerpt's end: rank 9 said nothing of a timeout, and
   // is the one the others wait for.
-  Diagnosis d = log.diagnose_text("[rank9]:[E ProcessGroupNCCL.cpp:563] [Rank 9]\n" + timeouts);
+  Diagnosis d = diagnose_console("[rank9]:[E ProcessGroupNCCL.cpp:563] [Rank 9]\n" + timeouts);
   ASSERT_TRUE(d.failed);
   EXPECT_EQ(d.root.origin.rank, 9);
 }
 
 TEST(LogReader, NcclsDesyncReportNamesTheRankThatCausedTheDesync) {
-  Log log;
-  Diagnosis d = log.diagnose_text(
+  Diagnosis d = diagnose_console(
       "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
       "OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=60000) ran for 60010 milliseconds "
       "before timing out.\n"
@@ -99,14 +77,14 @@ TEST(LogReader, NcclsDesyncReportNamesTheRankThatCausedTheDesync) {
 }
 
 TEST(LogReader, ALaunchersOwnCrashIsTheLaunchersNotAnUnknownRanks) {
-  Log log;
-  std::ofstream(log.dir + "/torchrun.stderr")
+  ScratchDir dir;
+  std::ofstream(dir.path + "/torchrun.stderr")
       << "Traceback (most recent call last):\n"
          "  File \"/usr/bin/torchrun\", line 33, in <module>\n"
          "    sys.exit(load_entry_point('torch==1.13.0', 'console_scripts', 'torchrun')())\n"
          "AttributeError: module 'torch.distributed.run' has no attribute 'main'\n";
   DiagnosisInput in;
-  in.logs.push_back({std::nullopt, log.dir + "/torchrun.stderr", "", "the launcher on node 0"});
+  in.logs.push_back({std::nullopt, dir.path + "/torchrun.stderr", "", "the launcher on node 0"});
   Diagnosis d = diagnose(in);
   ASSERT_TRUE(d.failed);
   EXPECT_FALSE(d.root.origin.rank);
@@ -117,29 +95,27 @@ TEST(LogReader, ALaunchersOwnCrashIsTheLaunchersNotAnUnknownRanks) {
 }
 
 TEST(LogReader, AStoreBarrierStillWaitedInWhenTheLogEndsIsAGroupThatNeverFormed) {
-  Log log;
   std::string wait;
   for (int i = 0; i < 3; ++i)
     wait += "[2025-03-11 05:21:0" + std::to_string(i) +
             ",421][torch.distributed.distributed_c10d][INFO] - Waiting in store based barrier to "
             "initialize process group for rank: 0, key: store_based_barrier_key:1 "
             "(world_size=4, worker_count=2, timeout=0:30:00)\n";
-  Diagnosis d = log.diagnose_text(wait);
+  Diagnosis d = diagnose_console(wait);
   ASSERT_TRUE(d.failed);
   EXPECT_EQ(d.root.category, "rendezvous");
   EXPECT_FALSE(d.root.origin.rank);  // rank 0 waits; which workers are missing is not said
   EXPECT_NE(d.root.message.find("2 of 4 workers arrived"), std::string::npos) << d.root.message;
   // The usual start of a job whose ranks come up at different times: waited, then completed.
-  EXPECT_FALSE(log.diagnose_text(wait +
-                                 "[2025-03-11 05:21:09,100][torch.distributed.distributed_c10d]"
-                                 "[INFO] - Rank 0: Completed store-based barrier for key:"
-                                 "store_based_barrier_key:1 with 4 nodes.\n")
+  EXPECT_FALSE(diagnose_console(wait +
+                                "[2025-03-11 05:21:09,100][torch.distributed.distributed_c10d]"
+                                "[INFO] - Rank 0: Completed store-based barrier for key:"
+                                "store_based_barrier_key:1 with 4 nodes.\n")
                    .failed);
 }
 
 TEST(LogReader, NcclsOwnWarningIsTheCauseUnderC10dsUnhandledSystemError) {
-  Log log;
-  Diagnosis d = log.diagnose_text(
+  Diagnosis d = diagnose_console(
       "node-7:97:183 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
       "nccl-shm-recv-c43b8 (size 9637888)\n"
       "node-7:97:183 [0] NCCL INFO transport/shm.cc:100 -> 2\n"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "console.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "diagnose/frames.hpp"
 
@@ -264,21 +265,6 @@ TEST(DebugRerun, AMismatchExplainsAHangButAnotherFailureExplainsNothing) {
   EXPECT_FALSE(debug_rerun_explains(other, mismatch));
   EXPECT_FALSE(debug_rerun_explains(other, crash));
 }
-
-// The whole diagnosis of one console log written from the mechanism under test.
-namespace {
-Diagnosis diagnose_console(const std::string& text) {
-  char tmpl[] = "/tmp/ddpbisect-unit-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/console.log";
-  std::ofstream(path) << text;
-  PathInputs in = inputs_from_paths({path});
-  Diagnosis d = diagnose(in.input);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return d;
-}
-}  // namespace
 
 TEST(Explain, TimeoutsOnEveryRankWithNoPrimaryAreAHangOfAnUnknownRank) {
   Diagnosis d = diagnose_console(

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "common/text.hpp"
 #include "diagnose/categories.hpp"
 #include "diagnose/frames.hpp"
@@ -25,6 +27,13 @@ const Event* first_error(const std::vector<Event>& events) {
   for (const auto& e : events)
     if (e.kind == EventKind::Error) return &e;
   return nullptr;
+}
+
+// The first error of a text, a copy: no pointer into a parse that is gone.
+std::optional<Event> first_error_of(const std::string& text) {
+  std::vector<Event> events = parse(text);
+  const Event* e = first_error(events);
+  return e ? std::optional<Event>(*e) : std::nullopt;
 }
 }  // namespace
 
@@ -231,32 +240,29 @@ TEST(StreamParser, TheQuickFilterPassesEveryLineACategoryRuleAccepts) {
 }
 
 TEST(StreamParser, ABareAssertionErrorTakesItsSourceLineAsItsMessage) {
-  auto events = parse(
+  auto e = first_error_of(
       "Traceback (most recent call last):\n"
       "  File \"/job/data.py\", line 42, in __init__\n"
       "    assert num_samples > 0\n"
       "           ^^^^^^^^^^^^^^^\n"
       "AssertionError\n");
-  const Event* e = first_error(events);
-  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e);
   EXPECT_EQ(e->exception, "AssertionError");
   EXPECT_EQ(e->message, "assert num_samples > 0");
   // An assertion with its own message keeps it; another bare exception gets no source line.
-  auto with_message = parse(
+  e = first_error_of(
       "Traceback (most recent call last):\n"
       "  File \"/job/data.py\", line 42, in __init__\n"
       "    assert n > 0, \"empty split\"\n"
       "AssertionError: empty split\n");
-  e = first_error(with_message);
-  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e);
   EXPECT_EQ(e->message, "empty split");
-  auto other = parse(
+  e = first_error_of(
       "Traceback (most recent call last):\n"
       "  File \"/job/data.py\", line 9, in load\n"
       "    raise StopIteration\n"
       "StopIteration\n");
-  e = first_error(other);
-  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e);
   EXPECT_EQ(e->message, "");
 }
 

@@ -20,6 +20,8 @@
 #include "reduce/journal.hpp"
 #include "reduce/oracle.hpp"
 
+#include "../scratch_dir.hpp"
+
 namespace ddpbisect::testing {
 
 inline Signature target_signature() {
@@ -133,20 +135,6 @@ struct Synthetic {
     std::lock_guard<std::mutex> lock(mu);
     return runs[c.canonical()];
   }
-};
-
-// A scratch output folder, removed at the end of the test.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    char tmpl[] = "/tmp/ddpbisect-unit-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string journal() const { return path + "/journal.jsonl"; }
 };
 
 }  // namespace ddpbisect::testing
