@@ -171,6 +171,13 @@ int reduce(const ReduceCliOptions& o) {
           resume);
     return exit_code::kInternal;
   }
+  if (report.result.status == ReductionStatus::NotReproduced &&
+      !report.result.not_started.empty()) {
+    std::cout << "ddpbisect: " << report.result.not_started
+              << ". Nothing to reduce: fix the launch first. Report: "
+              << (fs::path(opt.out_dir) / "report.md").string() << "\n";
+    return exit_code::kNotReproduced;
+  }
   if (report.result.status == ReductionStatus::NotReproduced) {
     std::cout << "ddpbisect: no stage failed"
               << (report.result.notes.empty() ? "" : " the way your job does") << " ("

@@ -76,6 +76,7 @@ nlohmann::json TrialOutcome::to_json() const {
             {"launcher", launcher},
             {"containment", containment},
             {"ranks", ranks_json}};
+  if (not_started) j["not_started"] = true;
   if (!cleanup_notes.empty()) j["cleanup_notes"] = cleanup_notes;
   if (!hang_confirmed_by.empty()) j["hang_confirmed_by"] = hang_confirmed_by;
   if (stop == StopReason::Hang) j["hang_evidence"] = hang_evidence;

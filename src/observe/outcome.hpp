@@ -80,6 +80,7 @@ struct TrialOutcome {
   std::optional<int> first_failure_rank;
   bool port_clash = false;
   bool log_cap_hit = false;
+  bool not_started = false;  // infra: the launcher failed by itself before any rank ran
   std::vector<RankRecord> ranks;
   std::optional<Diagnosis> diagnosis;  // every failed trial is diagnosed as it ends
 

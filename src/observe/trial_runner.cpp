@@ -158,10 +158,11 @@ TrialOutcome run_trial(const TrialRequest& req) {
   Verdict v = judge_trial(out, end);
   if (v.status == TrialStatus::Fail) {
     diagnose_failure(spec, out);
-    v = refine_verdict(v, *out.diagnosis);
+    v = refine_verdict(v, *out.diagnosis, a_rank_ran(out));
   }
   out.status = v.status;
   out.reason = v.reason;
+  out.not_started = v.not_started;
   // Whole or not at all: a driver killed here leaves no half outcome.json.
   write_file_atomically((fs::path(req.dir) / "outcome.json").string(),
                         json_text(out.to_json(), 2) + "\n");

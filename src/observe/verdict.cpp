@@ -67,10 +67,25 @@ Verdict judge_trial(const TrialOutcome& out, const TrialEnd& end) {
   return {TrialStatus::Fail, failed_rank_reason(out)};
 }
 
-Verdict refine_verdict(const Verdict& verdict, const Diagnosis& d) {
+bool a_rank_ran(const TrialOutcome& out) {
+  for (const auto& r : out.ranks)
+    if (r.pid > 0 || r.heartbeats > 0 || r.bytes > 0) return true;
+  return false;
+}
+
+Verdict refine_verdict(const Verdict& verdict, const Diagnosis& d, bool a_rank_ran) {
   if (verdict.status != TrialStatus::Fail || !d.failed) return verdict;
   if (d.root.category == cat::infra)
     return {TrialStatus::Infra, "infrastructure: " + d.root.message.substr(0, 200)};
+  if (!a_rank_ran && !d.root.rank() && !d.root.origin.process.empty()) {
+    std::string what = d.root.exception;
+    if (!d.root.message.empty()) what += (what.empty() ? "" : ": ") + d.root.message.substr(0, 200);
+    if (!d.signature.frame.empty()) what += " (at " + d.signature.frame + ")";
+    return {TrialStatus::Infra,
+            "the job never started: " + rank_words(d.root.origin) + " failed before any rank ran" +
+                (what.empty() ? "" : ": " + what),
+            true};
+  }
   if (d.root.category == cat::resource_limit) return verdict;
   return {TrialStatus::Fail, rank_words(d.root.origin) + ": " + d.signature.to_string()};
 }

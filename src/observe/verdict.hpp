@@ -13,6 +13,9 @@ namespace ddpbisect {
 struct Verdict {
   TrialStatus status = TrialStatus::Infra;
   std::string reason;
+  // Infra because the job never started: the launcher failed by itself before any rank ran
+  // (Debian's torchrun on Python 3.11, a broken install). No smaller configuration changes that.
+  bool not_started = false;
 };
 
 // What the outcome does not hold: why a rank could not start, and the timeout as the spec
@@ -24,9 +27,13 @@ struct TrialEnd {
 
 Verdict judge_trial(const TrialOutcome& out, const TrialEnd& end);
 
+// Whether any rank of the trial ran: a process of its own seen (a pid), a heartbeat, or output.
+bool a_rank_ran(const TrialOutcome& out);
+
 // A failed trial's verdict once diagnosed: an infra root cause (port in use, master unreachable)
-// turns it into infra; otherwise the reason names the root cause's rank and signature.
-Verdict refine_verdict(const Verdict& verdict, const Diagnosis& diagnosis);
+// turns it into infra, and so does a launcher's own failure when no rank ran (not_started);
+// otherwise the reason names the root cause's rank and signature.
+Verdict refine_verdict(const Verdict& verdict, const Diagnosis& diagnosis, bool a_rank_ran);
 
 // The diagnosis of a trial stopped by limits.memory or limits.max_procs: its own category
 // (resource_limit), so that it is never taken for the failure being reduced.

@@ -27,6 +27,7 @@ struct Climb {
   const TrialConfig* masked = nullptr;  // the last configuration that failed differently
   std::string masked_stage;
   std::optional<Signature> job_failure;  // how the user's own job was seen to fail
+  bool ran = false;                      // some trial so far ran the job (passed or failed)
 
   const Signature* wanted() const {
     return opt.wanted ? opt.wanted : job_failure ? &*job_failure : nullptr;
@@ -52,6 +53,16 @@ struct Climb {
       masked = &c;
       masked_stage = stage_name;
     }
+    // The launcher itself fails before any rank runs (the oracle tried three times): no stage
+    // can do better. Only before anything ran: a bigger stage's launcher failing is that
+    // stage's infra, and the climb goes on.
+    if (!ran && r.status == TrialStatus::Infra && !r.not_started.empty()) {
+      e.not_started = r.not_started;
+      e.notes.push_back("stage '" + stage_name + "': " + r.not_started +
+                        ". That is the launch, not your job: nothing can be reduced until the "
+                        "launcher runs (is it the one of your job's Python and PyTorch?)");
+    }
+    ran = ran || r.status == TrialStatus::Pass || failed;
     if (target) {
       e.stage = stage_name;
       e.config = c;
@@ -163,7 +174,10 @@ Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& o
       oracle.prefetch(climb.wanted(plan, i));
       if (!oracle.await_any()) break;  // nothing could start: attempt() runs it
     }
-    if (!climb.attempt(plan[i].first, plan[i].second)) continue;
+    if (!climb.attempt(plan[i].first, plan[i].second)) {
+      if (!climb.e.not_started.empty()) break;
+      continue;
+    }
     if (i >= job_at || climb.wanted()) {
       oracle.prefetch(reruns(plan[i].second));  // the measure phase's
       return climb.e;

@@ -28,6 +28,9 @@ struct Escalation {
   RunRecord run;
   std::vector<std::pair<TrialConfig, std::string>> tried;  // every configuration and its status
   std::vector<std::string> notes;  // what the climb found worth saying (a stage not the job's)
+  // Not found because the job never started: the launcher failed by itself before any rank ran,
+  // in the first configuration's every try (the trial's reason). The climb stops there.
+  std::string not_started;
 };
 
 Escalation escalate(const Spec& spec, Oracle& oracle, const EscalationOptions& options = {});

@@ -112,6 +112,7 @@ bool Reduction::escalate_phase() {
   result_.job = initial_config(spec_, spec_.stages.back());
   if (!esc.found) {
     result_.status = ReductionStatus::NotReproduced;
+    result_.not_started = esc.not_started;
     return false;
   }
   // samples: auto / steps: auto: the dimensions come from what this trial measured.

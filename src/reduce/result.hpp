@@ -27,6 +27,9 @@ struct RunRecord {
   bool replayed = false;
   // The job's own timings in this trial: how long it ran, its longest pause with no progress.
   double duration_s = 0, pause_s = 0;
+  // Infra because the job never started (the launcher failed before any rank ran): the
+  // trial's reason. No configuration of the job can change it.
+  std::string not_started;
 };
 
 struct OracleStats {
@@ -82,6 +85,8 @@ struct ReductionResult {
   std::optional<RunRecord> debug_run;
   std::vector<std::string> debug_notes;
   std::vector<std::string> notes;  // what the reduction found worth saying beyond its answer
+  // NotReproduced because the job never started: why (a trial's reason), for the CLI's line.
+  std::string not_started;
 };
 
 }  // namespace ddpbisect

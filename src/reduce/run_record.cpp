@@ -34,6 +34,7 @@ json journal_record(const TrialConfig& c, const RunRecord& r, const Env& env) {
             {"duration_s", r.duration_s},
             {"pause_s", r.pause_s}};
   j["signature"] = r.signature ? r.signature->to_json() : json(nullptr);
+  if (!r.not_started.empty()) j["not_started"] = r.not_started;
   if (!env.empty()) j["env"] = env;
   return j;
 }
@@ -50,6 +51,7 @@ RunRecord record_from_journal(const json& e) {
   r.attempt = json_strict<int>(e, "attempt", 0);
   r.duration_s = json_strict<double>(e, "duration_s", 0.0);
   r.pause_s = json_strict<double>(e, "pause_s", 0.0);
+  r.not_started = json_strict(e, "not_started", "");
   r.replayed = true;
   return r;
 }
@@ -66,6 +68,7 @@ RunRecord record_from_outcome(const TrialOutcome& o, int attempt) {
   r.attempt = attempt;
   r.duration_s = o.duration_s;
   r.pause_s = o.longest_pause_s;
+  if (o.not_started) r.not_started = o.reason;
   // The last step the failing rank finished (the others may have run on): the steps pass cuts
   // right after it. Without a failing rank, the furthest any rank got.
   const int root = o.failure() ? o.diagnosis->root.rank().value_or(-1) : -1;

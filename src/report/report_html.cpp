@@ -260,8 +260,9 @@ std::string report_html(const ReportInputs& in) {
     << " replayed from the journal, " << st.cached << " answered from the cache) in "
     << format_number(r.elapsed_s, 0) << " s.</p>\n";
   if (r.status == ReductionStatus::NotReproduced) {
-    h << "<p>No stage failed, so there was nothing to reduce.</p>\n<table><tr><th>configuration</"
-         "th><th>status</th></tr>\n";
+    h << "<p>" << (r.not_started.empty() ? "No stage failed" : markup_escape(r.not_started))
+      << ", so there was nothing to reduce.</p>\n<table><tr><th>configuration</th><th>status</"
+         "th></tr>\n";
     for (const auto& [c, status] : r.tried)
       h << "<tr><td>" << markup_escape(describe_config(c) + " (" + c.stage + ")") << "</td><td>"
         << markup_escape(status) << "</td></tr>\n";

@@ -34,6 +34,7 @@ json report_json(const ReportInputs& in) {
   j["environment"] = in.environment;
   if (!r.notes.empty()) j["notes"] = r.notes;
   if (r.status == ReductionStatus::NotReproduced) {
+    j["not_started"] = r.not_started.empty() ? json(nullptr) : json(r.not_started);
     j["signature"] = nullptr;
     j["original"] = nullptr;
     j["minimal"] = nullptr;

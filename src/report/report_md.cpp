@@ -27,9 +27,13 @@ std::string code_cell(const std::string& s) {
 
 void not_reproduced(std::ostringstream& md, const ReportInputs& in) {
   const ReductionResult& r = in.result;
-  md << "No stage of " << md_code(in.spec->file) << " failed the way your job does ("
-     << plural(static_cast<long long>(r.tried.size()), "trial")
-     << "), so there was nothing to reduce.\n\n";
+  if (!r.not_started.empty())
+    md << "The job of " << md_code(in.spec->file)
+       << " never started (the note says why), so there was nothing to reduce.\n\n";
+  else
+    md << "No stage of " << md_code(in.spec->file) << " failed the way your job does ("
+       << plural(static_cast<long long>(r.tried.size()), "trial")
+       << "), so there was nothing to reduce.\n\n";
   for (const auto& note : r.notes) md << "Note: " << md_text(note) << ".\n\n";
   md << "| configuration | status |\n|---|---|\n";
   for (const auto& [c, status] : r.tried)
@@ -158,7 +162,8 @@ std::string report_markdown(const ReportInputs& in) {
   const ReductionResult& r = in.result;
   std::ostringstream md;
   if (r.status == ReductionStatus::NotReproduced) {
-    md << "# ddpbisect: " << md_text(in.spec->name) << " did not fail\n\n";
+    md << "# ddpbisect: " << md_text(in.spec->name)
+       << (r.not_started.empty() ? " did not fail" : " never started") << "\n\n";
     not_reproduced(md, in);
     environment(md, in.environment);
     return md.str();

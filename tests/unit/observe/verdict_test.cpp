@@ -129,7 +129,7 @@ TEST(Verdict, AResourceLimitIsReportedAsSuch) {
   EXPECT_EQ(d.signature.category, "resource_limit");
   EXPECT_EQ(d.signature.exception, "limits.memory");
   EXPECT_EQ(d.root.rank(), 1);
-  EXPECT_EQ(refine_verdict(v, d).reason, v.reason);
+  EXPECT_EQ(refine_verdict(v, d, true).reason, v.reason);
 }
 
 TEST(Verdict, TheDiagnosisRefinesAFailure) {
@@ -139,17 +139,57 @@ TEST(Verdict, TheDiagnosisRefinesAFailure) {
   d.root.origin.rank = 1;
   d.root.category = "infra";
   d.root.message = "The server socket has failed to listen on any local network address.";
-  Verdict infra = refine_verdict(fail, d);
+  Verdict infra = refine_verdict(fail, d, true);
   EXPECT_EQ(infra.status, TrialStatus::Infra);
   EXPECT_EQ(infra.reason, "infrastructure: " + d.root.message);
   d.root.category = "python_exception";
   d.signature.category = "python_exception";
   d.signature.exception = "ValueError";
   d.signature.frame = "train.py:step";
-  Verdict named = refine_verdict(fail, d);
+  Verdict named = refine_verdict(fail, d, true);
   EXPECT_EQ(named.status, TrialStatus::Fail);
   EXPECT_EQ(named.reason, "rank 1: " + d.signature.to_string());
-  EXPECT_EQ(refine_verdict({TrialStatus::Pass, "ok"}, d).status, TrialStatus::Pass);
+  EXPECT_EQ(refine_verdict({TrialStatus::Pass, "ok"}, d, true).status, TrialStatus::Pass);
+}
+
+// A launcher whose own traceback is the root cause while no rank ever ran (Debian's torchrun on
+// Python 3.11 dies in its first lines): the job never started, which no reduction can change.
+// Once a rank ran, the same diagnosis is the trial's failure, as any other.
+TEST(Verdict, ALauncherThatFailsBeforeAnyRankRanIsNotTheJobsFailure) {
+  TrialOutcome o = two_ranks(rank(0, 1), rank(1, 1));
+  EXPECT_FALSE(a_rank_ran(o));
+  Diagnosis d;
+  d.failed = true;
+  d.root.origin.process = "the launcher on node 0";
+  d.root.category = "python_exception";
+  d.root.exception = "AttributeError";
+  d.root.message = "'NoneType' object has no attribute 'get'";
+  d.signature.category = "python_exception";
+  d.signature.exception = "AttributeError";
+  d.signature.frame = "/usr/bin/torchrun:33";
+  Verdict fail{TrialStatus::Fail, "a rank failed"};
+  Verdict v = refine_verdict(fail, d, a_rank_ran(o));
+  EXPECT_EQ(v.status, TrialStatus::Infra);
+  EXPECT_TRUE(v.not_started);
+  EXPECT_EQ(v.reason,
+            "the job never started: the launcher on node 0 failed before any rank ran: "
+            "AttributeError: 'NoneType' object has no attribute 'get' (at /usr/bin/torchrun:33)");
+  TrialOutcome started = o;
+  started.ranks[1].bytes = 12;  // rank 1 printed something: it ran
+  EXPECT_TRUE(a_rank_ran(started));
+  Verdict job = refine_verdict(fail, d, a_rank_ran(started));
+  EXPECT_EQ(job.status, TrialStatus::Fail);
+  EXPECT_FALSE(job.not_started);
+  started = o;
+  started.ranks[0].pid = 4242;
+  EXPECT_TRUE(a_rank_ran(started));
+  started = o;
+  started.ranks[0].heartbeats = 1;
+  EXPECT_TRUE(a_rank_ran(started));
+  // A rank's own failure with no rank seen running is still the job's (the rank is named).
+  d.root.origin.process.clear();
+  d.root.origin.rank = 1;
+  EXPECT_EQ(refine_verdict(fail, d, false).status, TrialStatus::Fail);
 }
 
 TEST(Verdict, ACancelledTrialIsNeverJudged) {

@@ -426,3 +426,38 @@ TEST_F(ReductionTest, ACheapStagesFailureIsNothingToReduceWhenTheJobPasses) {
   // The job got its extra chances (a flaky failure can hide from one run).
   EXPECT_EQ(world.runs_of(initial_config(spec, spec.stages.back())), 4);
 }
+
+// A launcher that dies by itself before any rank runs: the first configuration's three tries say
+// so and the climb stops there; nothing is reduced and the result says why.
+TEST_F(ReductionTest, AJobThatNeverStartsStopsTheClimbAtItsFirstConfiguration) {
+  world.never_starts = [](const TrialConfig&) { return true; };
+  ReductionResult r = run_reduction(spec, options(5));
+  EXPECT_EQ(r.status, ReductionStatus::NotReproduced);
+  EXPECT_EQ(r.not_started,
+            "the job never started: the launcher on node 0 failed before any rank ran");
+  EXPECT_EQ(world.trials.load(), 3);  // one configuration, the oracle's three tries
+  ASSERT_EQ(r.tried.size(), 1u);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("That is the launch, not your job"), std::string::npos)
+      << r.notes.back();
+  // Resumed, the journal's three tries answer again (their reason with them): no new trial.
+  ReductionOptions again;
+  again.out_dir = dir.path;
+  again.resume = true;
+  again.quiet = true;
+  again.runner = world.runner();
+  ReductionResult resumed = run_reduction(spec, again);
+  EXPECT_EQ(resumed.not_started, r.not_started);
+  EXPECT_EQ(world.trials.load(), 3);
+}
+
+// Once a stage has run the job, a bigger stage whose launcher fails is that stage's infra: the
+// climb goes on and finds the failure above it.
+TEST_F(ReductionTest, ALauncherFailingOnlyAboveAStageThatRanIsThatStagesInfra) {
+  world.never_starts = [](const TrialConfig& c) { return c.stage == "node"; };
+  world.fails = [](const TrialConfig& c, int) { return c.nodes == 2 && c.world_size() >= 2; };
+  ReductionResult r = run_reduction(spec, options(6));
+  EXPECT_TRUE(r.not_started.empty());
+  EXPECT_EQ(r.status, ReductionStatus::Reduced);
+  EXPECT_EQ(r.stage, "multinode");
+}

@@ -53,6 +53,8 @@ struct Synthetic {
   std::function<bool(const TrialConfig&)> other_failure;
   // Infra or Interrupted instead of running; any other status lets `fails` decide.
   std::function<TrialStatus(const TrialConfig&, int)> status_override;
+  // Infra because the job never started (the launcher failed before any rank ran), for these.
+  std::function<bool(const TrialConfig&)> never_starts;
   Signature signature = target_signature();  // what a target failure looks like
   // A failure of its own for this request (e.g. a crash under debug variables), or nullopt.
   std::function<std::optional<Signature>(const TrialRequest&)> crash;
@@ -96,6 +98,12 @@ struct Synthetic {
     TrialOutcome o;
     o.dir = req.dir;
     o.config = req.config;
+    if (never_starts && never_starts(req.config)) {
+      o.status = TrialStatus::Infra;
+      o.not_started = true;
+      o.reason = "the job never started: the launcher on node 0 failed before any rank ran";
+      return o;
+    }
     if (status_override) {
       o.status = status_override(req.config, before);
       if (o.status == TrialStatus::Interrupted) o.interrupt_signal = 2;
