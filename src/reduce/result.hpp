@@ -3,6 +3,8 @@
 // reduce/. Also the records it is made of: one trial's answer, the statistics, the trace.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -67,6 +69,9 @@ struct ReductionResult {
   TrialConfig original;  // the first failing configuration
   TrialConfig minimal;
   RunRecord first_run, minimal_run;
+  // Those two trials' outcome.json as they were written (null when missing): the renderers
+  // draw them and read no trial file themselves.
+  nlohmann::json first_outcome, minimal_outcome;
   Signature target;
   std::vector<TraceEntry> trace;
   std::vector<TrialMark> trials;                           // every trial, in the order they ran

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "common/output.hpp"
@@ -89,8 +88,7 @@ std::vector<ComparisonRow> comparison_rows(const ReductionResult& r) {
 }
 
 json minimal_diagnosis(const ReductionResult& r) {
-  std::ifstream in(r.minimal_run.dir + "/outcome.json");
-  json o = in ? json::parse(in, nullptr, false) : json(nullptr);
+  const json& o = r.minimal_outcome;
   return o.is_object() && o.contains("diagnosis") ? o["diagnosis"] : json(nullptr);
 }
 

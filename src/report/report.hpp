@@ -37,9 +37,9 @@ const std::vector<ReportFile>& report_files();
 void write_reports(const ReportInputs& in);
 
 // The failure in one line, as every summary leads with it: "rank 1: RuntimeError: message
-// (file:line)", from the minimal trial's diagnosis (its outcome.json), else from the signature.
+// (file:line)", from the minimal trial's diagnosis, else from the signature.
 std::string reduction_headline(const ReductionResult& r);
-// The minimal trial's diagnosis (outcome.json), or null.
+// The minimal trial's diagnosis (from its outcome, in the result), or null.
 nlohmann::json minimal_diagnosis(const ReductionResult& r);
 
 // The terminal summary of a reduction that found its failure.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -24,13 +23,6 @@ std::string num(double v, int decimals = 1) {
   os.precision(decimals);
   os << v;
   return os.str();
-}
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  json j = json::parse(in, nullptr, false);
-  return j.is_discarded() ? json(nullptr) : j;
 }
 
 // A round step for about `count` ticks over [0, span]: 1, 2 or 5 times a power of ten.
@@ -283,8 +275,8 @@ std::string report_html(const ReportInputs& in) {
     << "bash run.sh\n"
     << (in.spec->builtin ? "python3 repro.py\n" : "")
     << "ddpbisect check repro.yaml --expect fail</pre>\n";
-  json first = read_json(r.first_run.dir + "/outcome.json");
-  json minimal = read_json(r.minimal_run.dir + "/outcome.json");
+  const json& first = r.first_outcome;
+  const json& minimal = r.minimal_outcome;
   h << "<h2>Rank timeline</h2>\n<p class=\"legend\"><span><i class=\"sw\" "
        "style=\"background:#d93025\"></i>root cause</span><span><i class=\"sw\" "
        "style=\"background:#f29900\"></i>echo of another rank's failure</span><span><i "

@@ -1,7 +1,6 @@
 #include "report/report_md.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "common/json_util.hpp"
