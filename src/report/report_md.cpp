@@ -80,8 +80,10 @@ void root_cause(std::ostringstream& md, const json& d) {
   const json root = d.value("root_cause", json(nullptr));
   if (std::string tb = root_cause_traceback(root, /*fold=*/true); !tb.empty())
     md << md_code_block(tb);
+  const json ranks = d.value("ranks", json::array());
+  if (ranks.empty()) return;
   md << "\n| rank | category | what it saw |\n|---|---|---|\n";
-  for (const auto& rk : d.value("ranks", json::array())) {
+  for (const auto& rk : ranks) {
     std::string what = rk.value("summary", "");
     if (rk.contains("echo_of") && rk["echo_of"].is_number())
       what += " (echo of rank " + std::to_string(rk["echo_of"].get<int>()) + ")";

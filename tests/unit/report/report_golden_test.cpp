@@ -85,6 +85,9 @@ TrialOutcome minimal_trial(const TrialConfig& c) {
   d.signature.frame = "train.py:train";
   d.signature.message = "name 'lr_scale' is not defined";
   d.signature.ranks = {1};
+  d.ranks = {
+      {0, "", false, "stopped by ddpbisect after rank 1 failed", std::nullopt, ""},
+      {1, "python_exception", true, "NameError: name 'lr_scale' is not defined", std::nullopt, ""}};
   d.confidence = "high";
   d.evidence = {"category python_exception from the line in node0/rank1.stderr"};
   d.explanation = "Rank 1 failed first: NameError: name 'lr_scale' is not defined.";
