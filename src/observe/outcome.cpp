@@ -1,5 +1,8 @@
 #include "observe/outcome.hpp"
 
+#include <filesystem>
+#include <fstream>
+
 #include "common/signals.hpp"
 
 namespace ddpbisect {
@@ -92,6 +95,14 @@ nlohmann::json TrialOutcome::to_json() const {
                            {"rank", resource->rank >= 0 ? json(resource->rank) : json(nullptr)}};
   if (diagnosis) j["diagnosis"] = diagnosis->to_json();
   return j;
+}
+
+nlohmann::json read_outcome_json(const std::string& trial_dir) {
+  if (trial_dir.empty()) return nullptr;
+  std::ifstream in(std::filesystem::path(trial_dir) / "outcome.json");
+  if (!in) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_object() ? j : nlohmann::json(nullptr);
 }
 
 }  // namespace ddpbisect

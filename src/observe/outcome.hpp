@@ -91,4 +91,8 @@ struct TrialOutcome {
   nlohmann::json to_json() const;
 };
 
+// TRIAL_DIR/outcome.json as the trial runner wrote it, or null when it is missing or not a JSON
+// object (a folder removed by hand, a trial still running).
+nlohmann::json read_outcome_json(const std::string& trial_dir);
+
 }  // namespace ddpbisect

@@ -2,12 +2,12 @@
 #include "common/json_util.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
-namespace fs = std::filesystem;
+#include "observe/outcome.hpp"
+
 using json = nlohmann::json;
 
 namespace ddpbisect {
@@ -23,8 +23,7 @@ struct Measured {
 
 Measured read_trial(const std::string& dir) {
   Measured m;
-  std::ifstream in(fs::path(dir) / "outcome.json");
-  json outcome = json::parse(in, nullptr, false);
+  const json outcome = read_outcome_json(dir);
   for (const auto& r : json_field(outcome, "ranks", json::array())) {
     m.last_step = std::max(m.last_step, json_field<long long>(r, "last_step", -1));
     std::ifstream log(json_field(r, "stderr", ""));

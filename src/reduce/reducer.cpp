@@ -1,10 +1,10 @@
 #include "reduce/reducer.hpp"
 
 #include <filesystem>
-#include <fstream>
 
 #include "common/interrupt.hpp"
 #include "diagnose/categories.hpp"
+#include "observe/outcome.hpp"
 #include "reduce/auto_dims.hpp"
 #include "reduce/escalate.hpp"
 #include "reduce/journal.hpp"
@@ -35,15 +35,6 @@ std::vector<Env> debug_variants(const Spec& spec, const std::string& category) {
 }
 
 namespace {
-
-// A trial's outcome.json, or null when it is missing or not JSON (a folder removed by hand).
-nlohmann::json read_outcome(const std::string& trial_dir) {
-  if (trial_dir.empty()) return nullptr;
-  std::ifstream in(fs::path(trial_dir) / "outcome.json");
-  if (!in) return nullptr;
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  return j.is_object() ? j : nlohmann::json(nullptr);
-}
 
 // One reduction: escalate, measure, passes to a fixpoint, confirm (and, when the confirmation
 // shows flakiness, measure and reduce again with repeats), debug rerun.
@@ -329,8 +320,8 @@ ReductionResult Reduction::finish() {
   result_.trials = oracle_.trial_marks(
       result_.status == ReductionStatus::NotReproduced ? nullptr : &result_.target);
   if (result_.status != ReductionStatus::NotReproduced) {
-    result_.first_outcome = read_outcome(result_.first_run.dir);
-    result_.minimal_outcome = read_outcome(result_.minimal_run.dir);
+    result_.first_outcome = read_outcome_json(result_.first_run.dir);
+    result_.minimal_outcome = read_outcome_json(result_.minimal_run.dir);
   }
   return result_;
 }

@@ -95,11 +95,17 @@ TrialOutcome minimal_trial(const TrialConfig& c) {
   return o;
 }
 
-ReportInputs reduced(const Spec& spec) {
+// The inputs every case shares: the spec, the output folder, the environment.
+ReportInputs inputs(const Spec& spec) {
   ReportInputs in;
   in.spec = &spec;
   in.out_dir = "/work/job/out";
   in.environment = environment();
+  return in;
+}
+
+ReportInputs reduced(const Spec& spec) {
+  ReportInputs in = inputs(spec);
   ReductionResult& r = in.result;
   r.status = ReductionStatus::Reduced;
   r.strategy = "default";
@@ -135,10 +141,7 @@ ReportInputs reduced(const Spec& spec) {
 }
 
 ReportInputs not_started(const Spec& spec) {
-  ReportInputs in;
-  in.spec = &spec;
-  in.out_dir = "/work/job/out";
-  in.environment = environment();
+  ReportInputs in = inputs(spec);
   ReductionResult& r = in.result;
   r.status = ReductionStatus::NotReproduced;
   r.job = initial_config(spec, spec.stages.back());
