@@ -102,7 +102,7 @@ Event hang_event(const HangVerdict& v, const DiagnosisInput& in, const std::stri
     m << "rank " << *v.culprit << " is not where the others are: " << v.reason;
   else
     m << "no rank made progress" << (timeout.empty() ? "" : " (" + timeout + ")");
-  if (in.stop_kind == "hang" && in.hang_threshold_s > 0)
+  if (in.stop == StopReason::Hang && in.hang_threshold_s > 0)
     m << " (no progress for " << std::lround(in.hang_threshold_s) << " s)";
   if (!v.waiting.empty()) {
     m << "; rank" << (v.waiting.size() > 1 ? "s " : " ") << join(v.waiting, ", ")
@@ -388,7 +388,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
 
   std::optional<HangVerdict> hang;
   if (std::none_of(c.begin(), c.end(), real_primary)) {
-    hang = attribute_hang(c, stacks, ev.facts, world, in.stop_kind == "hang");
+    hang = attribute_hang(c, stacks, ev.facts, world, in.stop == StopReason::Hang);
     // Ranks that timed out in a collective with no failure of anyone's own in the logs: a hang,
     // whether or not the wavefront can name the rank they waited for (unknown when it cannot).
     auto timeout = std::find_if(c.begin(), c.end(), [](const Event& e) {
@@ -398,10 +398,10 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     // Unless the timeouts point at one rank (the echoes' target: named by them, or the only
     // rank that said nothing), as a straggler's peers' do: then they are its comm_timeout.
     const bool pointed = echo_target(c, ev.facts, world).has_value();
-    if (hang && (hang->culprit || in.stop_kind == "hang" || (timeout != c.end() && !pointed)))
+    if (hang && (hang->culprit || in.stop == StopReason::Hang || (timeout != c.end() && !pointed)))
       c.push_back(hang_event(*hang, in, quoted));
   }
-  if (in.stop_kind == "timeout" && std::none_of(c.begin(), c.end(), real_primary)) {
+  if (in.stop == StopReason::Timeout && std::none_of(c.begin(), c.end(), real_primary)) {
     Event t;
     t.category = cat::trial_timeout;
     t.message = "the trial ran past its timeout";
@@ -415,7 +415,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     d.explanation = explain_diagnosis(d);
     return d;
   }
-  if (interrupted(c[*root]) && in.stop_kind.empty()) {
+  if (interrupted(c[*root]) && in.stop == StopReason::None) {
     if (!interrupted_while_waiting(c[*root])) {
       d.explanation = "Stopped by the user (KeyboardInterrupt) while it was working: no failure.";
       return d;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stop_reason.hpp"
 #include "diagnose/categories.hpp"
 #include "diagnose/event.hpp"
 
@@ -38,8 +39,8 @@ struct DiagnosisInput {
   std::vector<LogInput> flight_recorder;  // Flight Recorder dumps (pickles), rank from the name
   std::vector<std::string> agent_traces;  // the agent's agent/collectives.*.jsonl files
   std::vector<RankExit> exits;
-  std::string stop_kind;            // hang, timeout, early_stop, or ""
-  std::optional<double> stop_time;  // when ddpbisect asked for stacks
+  StopReason stop = StopReason::None;  // Hang or Timeout when that ended the trial
+  std::optional<double> stop_time;     // when ddpbisect asked for stacks
   double hang_threshold_s = 0;
   std::vector<std::string> library_patterns;
 };

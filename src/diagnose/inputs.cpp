@@ -164,10 +164,10 @@ DiagnosisInput inputs_from_outcome(const json& o, const std::string& folder) {
   }
   std::string reason = json_field(o, "reason", "");
   if (const json& hang = json_member(o, "hang_declared_s"); hang.is_number()) {
-    in.stop_kind = "hang";
+    in.stop = StopReason::Hang;
     in.stop_time = hang.get<double>();
   } else if (reason.rfind("trial timeout", 0) == 0) {
-    in.stop_kind = "timeout";
+    in.stop = StopReason::Timeout;
   }
   // Stack requests on early stop and timeout happen after the first failure; their time is the
   // first end_s of a rank ddpbisect stopped, at the latest.
@@ -209,7 +209,7 @@ std::optional<std::string> add_paths(const std::vector<std::string>& paths, Diag
         in.agent_traces.insert(in.agent_traces.end(), sub.agent_traces.begin(),
                                sub.agent_traces.end());
         in.exits = sub.exits;
-        in.stop_kind = sub.stop_kind;
+        in.stop = sub.stop;
         in.stop_time = sub.stop_time;
         in.hang_threshold_s = sub.hang_threshold_s;
       } else if (p.filename() == "error.json") {

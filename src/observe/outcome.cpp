@@ -7,27 +7,6 @@
 
 namespace ddpbisect {
 
-const char* to_string(TrialStatus status) {
-  switch (status) {
-    case TrialStatus::Pass:
-      return "pass";
-    case TrialStatus::Fail:
-      return "fail";
-    case TrialStatus::Infra:
-      return "infra";
-    case TrialStatus::Interrupted:
-      return "interrupted";
-  }
-  return "infra";
-}
-
-std::optional<TrialStatus> parse_trial_status(std::string_view text) {
-  for (TrialStatus s :
-       {TrialStatus::Pass, TrialStatus::Fail, TrialStatus::Infra, TrialStatus::Interrupted})
-    if (text == to_string(s)) return s;
-  return std::nullopt;
-}
-
 nlohmann::json TrialOutcome::to_json() const {
   using nlohmann::json;
   json ranks_json = json::array();

@@ -8,17 +8,30 @@
 #include <string_view>
 #include <vector>
 
+#include "common/vocabulary.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "observe/stop_policy.hpp"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
 
-// pass | fail | infra (could not be run fairly: never counted as the bug, like git bisect's 125)
-// | interrupted (SIGINT/SIGTERM reached the driver: the trial was stopped, not judged).
-enum class TrialStatus { Pass, Fail, Infra, Interrupted };
-const char* to_string(TrialStatus status);
-std::optional<TrialStatus> parse_trial_status(std::string_view text);
+// A trial's status, from observe/trial_statuses.def.
+enum class TrialStatus {
+#define DDPBISECT_TRIAL_STATUS(id, name, meaning) id,
+#include "observe/trial_statuses.def"
+#undef DDPBISECT_TRIAL_STATUS
+};
+inline constexpr const char* kTrialStatusNames[] = {
+#define DDPBISECT_TRIAL_STATUS(id, name, meaning) name,
+#include "observe/trial_statuses.def"
+#undef DDPBISECT_TRIAL_STATUS
+};
+inline const char* to_string(TrialStatus status) {
+  return vocabulary_name(status, kTrialStatusNames);
+}
+inline std::optional<TrialStatus> parse_trial_status(std::string_view text) {
+  return vocabulary_parse<TrialStatus>(text, kTrialStatusNames);
+}
 
 struct RankRecord {
   int rank = 0, local_rank = 0, node = 0;

@@ -2,42 +2,6 @@
 
 namespace ddpbisect {
 
-namespace {
-constexpr StopReason kReasons[] = {StopReason::EarlyStop,    StopReason::Hang,
-                                   StopReason::Timeout,      StopReason::Interrupt,
-                                   StopReason::Cancel,       StopReason::StartFailure,
-                                   StopReason::ResourceLimit};
-}
-
-const char* to_string(StopReason reason) {
-  switch (reason) {
-    case StopReason::None:
-      return "";
-    case StopReason::EarlyStop:
-      return "early_stop";
-    case StopReason::Hang:
-      return "hang";
-    case StopReason::Timeout:
-      return "timeout";
-    case StopReason::Interrupt:
-      return "interrupt";
-    case StopReason::Cancel:
-      return "cancel";
-    case StopReason::StartFailure:
-      return "start_failure";
-    case StopReason::ResourceLimit:
-      return "resource_limit";
-  }
-  return "";
-}
-
-std::optional<StopReason> parse_stop_reason(std::string_view text) {
-  if (text.empty()) return StopReason::None;
-  for (StopReason r : kReasons)
-    if (text == to_string(r)) return r;
-  return std::nullopt;
-}
-
 void StopPolicy::on_rank_failed(double t) {
   if (!grace_until_) grace_until_ = t + limits_.grace_s;
 }

@@ -9,23 +9,10 @@
 #pragma once
 
 #include <optional>
-#include <string_view>
+
+#include "common/stop_reason.hpp"
 
 namespace ddpbisect {
-
-// Why ddpbisect stopped a trial (and its ranks): spelled in outcome.json's killed_by.
-enum class StopReason {
-  None,
-  EarlyStop,
-  Hang,
-  Timeout,
-  Interrupt,
-  Cancel,  // the reducer no longer needs the trial's answer (TrialRequest::cancelled)
-  StartFailure,
-  ResourceLimit
-};
-const char* to_string(StopReason reason);  // "" for None, else "early_stop", "hang", ...
-std::optional<StopReason> parse_stop_reason(std::string_view text);
 
 // SampleStacks: a suspected hang's stacks, asked only where asking does not end the rank.
 enum class StopAction { None, SampleStacks, RequestStacks, KillAll };

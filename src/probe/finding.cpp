@@ -6,20 +6,6 @@ namespace ddpbisect {
 
 using nlohmann::json;
 
-const char* to_string(FindingStatus status) {
-  switch (status) {
-    case FindingStatus::Fail:
-      return "fail";
-    case FindingStatus::Warn:
-      return "warn";
-    case FindingStatus::Pass:
-      return "pass";
-    case FindingStatus::Skip:
-      return "skip";
-  }
-  return "fail";
-}
-
 json Finding::to_json() const {
   return {{"status", to_string(status)},
           {"check", check},

@@ -6,10 +6,24 @@
 #include <string>
 #include <vector>
 
+#include "common/vocabulary.hpp"
+
 namespace ddpbisect {
 
-enum class FindingStatus { Fail, Warn, Pass, Skip };  // in this order in the sorted findings
-const char* to_string(FindingStatus status);          // fail | warn | pass | skip
+// From probe/finding_statuses.def, in the order of the sorted findings.
+enum class FindingStatus {
+#define DDPBISECT_FINDING_STATUS(id, name, meaning) id,
+#include "probe/finding_statuses.def"
+#undef DDPBISECT_FINDING_STATUS
+};
+inline constexpr const char* kFindingStatusNames[] = {
+#define DDPBISECT_FINDING_STATUS(id, name, meaning) name,
+#include "probe/finding_statuses.def"
+#undef DDPBISECT_FINDING_STATUS
+};
+inline const char* to_string(FindingStatus status) {
+  return vocabulary_name(status, kFindingStatusNames);
+}
 
 struct Finding {
   FindingStatus status = FindingStatus::Pass;

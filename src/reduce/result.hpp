@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/vocabulary.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "observe/outcome.hpp"
 #include "spec/trial_config.hpp"
@@ -54,12 +55,20 @@ struct TrialMark {
   bool target = false;
 };
 
+// How a reduction ended, from reduce/reduction_statuses.def.
 enum class ReductionStatus {
-  Reduced,          // a minimal configuration, confirmed
-  BudgetExhausted,  // the smallest failing configuration found before the budget ran out
-  NotReproduced,    // no stage failed: nothing to reduce
+#define DDPBISECT_REDUCTION_STATUS(id, name, meaning) id,
+#include "reduce/reduction_statuses.def"
+#undef DDPBISECT_REDUCTION_STATUS
 };
-const char* to_string(ReductionStatus status);  // reduced | budget_exhausted | not_reproduced
+inline constexpr const char* kReductionStatusNames[] = {
+#define DDPBISECT_REDUCTION_STATUS(id, name, meaning) name,
+#include "reduce/reduction_statuses.def"
+#undef DDPBISECT_REDUCTION_STATUS
+};
+inline const char* to_string(ReductionStatus status) {
+  return vocabulary_name(status, kReductionStatusNames);
+}
 
 struct ReductionResult {
   ReductionStatus status = ReductionStatus::NotReproduced;

@@ -1,0 +1,36 @@
+// A closed set's names as one array, made from its .def table: the enum's N-th value is the
+// table's N-th row, so to_string is an index and parse a search of the same array. A closed set
+// declares its enum and this array from one X-macro list; nothing spells a name twice.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddpbisect {
+
+template <class Enum, size_t N>
+const char* vocabulary_name(Enum value, const char* const (&names)[N]) {
+  const auto i = static_cast<size_t>(value);
+  return i < N ? names[i] : "";
+}
+
+template <class Enum, size_t N>
+std::optional<Enum> vocabulary_parse(std::string_view text, const char* const (&names)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (text == names[i]) return static_cast<Enum>(i);
+  return std::nullopt;
+}
+
+// Every name, in the table's order, leaving out the empty one (a "none" row).
+template <size_t N>
+std::vector<std::string> vocabulary_names(const char* const (&names)[N]) {
+  std::vector<std::string> out;
+  for (const char* n : names)
+    if (*n) out.emplace_back(n);
+  return out;
+}
+
+}  // namespace ddpbisect
