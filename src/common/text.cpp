@@ -28,6 +28,13 @@ std::vector<std::string> split(std::string_view s, char sep) {
   return out;
 }
 
+std::vector<std::string> words(std::string_view s) {
+  std::vector<std::string> out;
+  for (const auto& w : split(s, ' '))
+    if (!w.empty()) out.push_back(w);
+  return out;
+}
+
 std::string join(const std::vector<int>& numbers, std::string_view sep) {
   std::vector<std::string> parts;
   for (int n : numbers) parts.push_back(std::to_string(n));

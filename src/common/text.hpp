@@ -10,6 +10,8 @@ namespace ddpbisect {
 
 std::string_view trim(std::string_view s);
 std::vector<std::string> split(std::string_view s, char sep);
+// The words of s, split at runs of spaces: "a  b" is {"a", "b"}, "" is {}.
+std::vector<std::string> words(std::string_view s);
 // A CSV row of column names: no cell reads as a number (one number among words is a data row
 // with a typo, for the reader to refuse).
 bool is_csv_header(const std::vector<std::string>& cells);

@@ -1,18 +1,12 @@
 #include "spec/launchers.hpp"
 
 #include <algorithm>
-#include <sstream>
+
+#include "common/text.hpp"
 
 namespace ddpbisect {
 
 namespace {
-std::vector<std::string> words(const char* text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
 bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }

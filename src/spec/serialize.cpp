@@ -45,14 +45,14 @@ static json builtin_json(const BuiltinWorkload& b) {
   if (b.dataset.task == "classification") d["classes"] = b.dataset.classes;
   json faults = json::array();
   for (const auto& f : b.faults) {
-    json fj = {{"kind", f.kind}};
-    if (f.kind == "raise") fj["message"] = f.message;
-    if (f.kind == "exit") fj["exit_code"] = f.exit_code;
+    json fj = {{"kind", to_string(f.kind)}};
+    if (f.kind == FaultKind::raise) fj["message"] = f.message;
+    if (f.kind == FaultKind::exit) fj["exit_code"] = f.exit_code;
     if (f.probability < 1.0) fj["probability"] = f.probability;
     if (f.delay.count()) fj["delay"] = format_duration(f.delay);
     if (!f.path.empty()) fj["path"] = f.path;
     if (!f.component.empty()) fj["component"] = f.component;
-    if (!f.mode.empty()) fj["mode"] = f.mode;
+    if (f.kind == FaultKind::hang) fj["mode"] = to_string(f.mode);
     json rq = requires_json(f.requires_);
     if (!rq.empty()) fj["requires"] = rq;
     faults.push_back(fj);

@@ -10,6 +10,7 @@
 
 #include "common/duration.hpp"
 #include "common/index_set.hpp"
+#include "spec/fault_kinds.hpp"
 
 namespace ddpbisect {
 
@@ -34,14 +35,14 @@ struct FaultRequires {
 };
 
 struct Fault {
-  std::string kind;
-  std::string message;       // raise
-  int64_t exit_code = 1;     // exit
-  double probability = 1.0;  // flaky faults fire with this probability per trial
-  Millis delay{0};           // straggler: extra time per step
-  std::string path;          // missing_file
-  std::string component;     // unused_parameter
-  std::string mode;  // hang: loader (deadlocked data thread) | collectives (stops calling them)
+  FaultKind kind = FaultKind::raise;  // a row of spec/fault_kinds.def
+  std::string message;                // raise
+  int64_t exit_code = 1;              // exit
+  double probability = 1.0;           // flaky faults fire with this probability per trial
+  Millis delay{0};                    // straggler: extra time per step
+  std::string path;                   // missing_file
+  std::string component;              // unused_parameter
+  HangMode mode = HangMode::loader;   // hang
   FaultRequires requires_;
 };
 
@@ -171,7 +172,6 @@ struct Spec {
 // Vocabularies the validator enforces; the worker implements exactly these.
 const std::vector<std::string>& builtin_components();
 const std::vector<std::string>& builtin_features();
-const std::vector<std::string>& fault_kinds();
 // reduce_dimensions() and the strategies: spec/passes.hpp; launcher kinds: spec/launchers.hpp.
 
 }  // namespace ddpbisect

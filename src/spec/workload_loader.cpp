@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/text.hpp"
+#include "spec/fault_kinds.hpp"
 #include "spec/placeholders.hpp"
 
 namespace fs = std::filesystem;
@@ -27,24 +28,6 @@ const std::vector<std::string>& builtin_components() {
 const std::vector<std::string>& builtin_features() {
   static const std::vector<std::string> v = {"grad_accum", "grad_clip", "checkpoint",
                                              "eval",       "sync_bn",   "param_checksum"};
-  return v;
-}
-
-const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> v = {"raise",
-                                             "abort",
-                                             "segfault",
-                                             "sigkill",
-                                             "exit",
-                                             "hang",
-                                             "collective_mismatch",
-                                             "size_mismatch",
-                                             "nan",
-                                             "unused_parameter",
-                                             "oom",
-                                             "straggler",
-                                             "divergence",
-                                             "missing_file"};
   return v;
 }
 
@@ -225,11 +208,16 @@ class WorkloadLoader {
                   {"kind", "message", "exit_code", "probability", "delay", "path", "component",
                    "mode", "requires"});
     if (auto k = n["mode"])
-      if (auto v = r_.one_of(k, p + ".mode", {"loader", "collectives"})) f.mode = *v;
+      if (auto v = r_.one_of(k, p + ".mode", vocabulary_names(kHangModeNames)))
+        f.mode = *vocabulary_parse<HangMode>(*v, kHangModeNames);
+    bool known = false;
     if (auto k = n["kind"]) {
-      if (auto v = r_.one_of(k, p + ".kind", fault_kinds())) f.kind = *v;
+      if (auto v = r_.one_of(k, p + ".kind", fault_kind_names())) {
+        f.kind = *parse_fault_kind(*v);
+        known = true;
+      }
     } else {
-      r_.error(n, p + ".kind", "missing: one of " + join(fault_kinds(), ", "));
+      r_.error(n, p + ".kind", "missing: one of " + join(fault_kind_names(), ", "));
     }
     f.message = "planted failure";
     if (auto k = n["message"])
@@ -244,20 +232,34 @@ class WorkloadLoader {
       if (auto v = r_.string(k, p + ".path")) f.path = *v;
     if (auto k = n["component"])
       if (auto v = r_.one_of(k, p + ".component", builtin_components())) f.component = *v;
-    if (f.kind == "missing_file" && f.path.empty())
-      r_.error(n, p + ".path", "missing: a missing_file fault names the node-local path it opens");
-    if (f.kind == "unused_parameter") {
-      if (f.component.empty())
-        r_.error(n, p + ".component", "missing: the component whose parameters get no gradient");
-      else if (std::find(w.model.begin(), w.model.end(), f.component) == w.model.end() &&
-               !w.model.empty())
-        r_.error(n["component"], p + ".component",
-                 "'" + f.component + "' is not in workload.builtin.model");
-    }
-    if (f.kind == "straggler" && f.delay.count() == 0) f.delay = Millis(2000);
-    if (f.kind == "hang" && f.mode.empty()) f.mode = "loader";
+    if (known) check_kind_keys(n, p, f);
+    if (f.kind == FaultKind::unused_parameter && !f.component.empty() &&
+        std::find(w.model.begin(), w.model.end(), f.component) == w.model.end() && !w.model.empty())
+      r_.error(n["component"], p + ".component",
+               "'" + f.component + "' is not in workload.builtin.model");
+    if (f.kind == FaultKind::straggler && f.delay.count() == 0) f.delay = Millis(2000);
     if (auto rq = n["requires"]) f.requires_ = load_requires(rq, p + ".requires", w);
     return f;
+  }
+
+  // The keys only some kinds read (spec/fault_kinds.def): each one set must be the kind's, and
+  // the kind's required ones set.
+  void check_kind_keys(const YAML::Node& n, const std::string& p, const Fault& f) {
+    const FaultKindInfo& info = fault_kind_info(f.kind);
+    const std::string kind = to_string(f.kind);
+    for (const auto& key : fault_option_keys()) {
+      if (n[key.name] && !info.takes_key(key.name)) {
+        std::vector<std::string> readers;
+        for (const auto& other : fault_kinds())
+          if (other.takes_key(key.name)) readers.push_back(to_string(other.kind));
+        r_.error(n[key.name], p + "." + key.name,
+                 "a " + kind + " fault does not read " + key.name + " (only " +
+                     join(readers, ", ") + " does)");
+      } else if (!n[key.name] && std::find(info.required.begin(), info.required.end(), key.name) !=
+                                     info.required.end()) {
+        r_.error(n, p + "." + key.name, "missing: a " + kind + " fault needs " + key.needs);
+      }
+    }
   }
 
   FaultRequires load_requires(const YAML::Node& n, const std::string& p, const BuiltinWorkload& w) {

@@ -21,12 +21,12 @@ FaultPlan::FaultPlan(const std::vector<Fault>& faults, const TrialConfig& trial,
   std::sort(shard_.begin(), shard_.end());
 }
 
-bool FaultPlan::planted(const std::string& kind) const {
+bool FaultPlan::planted(FaultKind kind) const {
   return std::any_of(faults_.begin(), faults_.end(),
                      [&](const Fault& f) { return f.kind == kind; });
 }
 
-std::vector<const Fault*> FaultPlan::active(const std::string& kind, int64_t step) const {
+std::vector<const Fault*> FaultPlan::active(FaultKind kind, int64_t step) const {
   std::vector<const Fault*> out;
   for (size_t i = 0; i < faults_.size(); ++i)
     if (faults_[i].kind == kind && holds(faults_[i], i, step, nullptr)) out.push_back(&faults_[i]);
@@ -131,25 +131,25 @@ void allocate_too_much() {  // oom
 // The kinds that end or stop this rank, in a fixed order.
 void fire_step_faults(const FaultPlan& plan, int64_t step, int rank) {
   DDPB_PHASE();
-  for (const Fault* f : plan.active("missing_file", step)) open_node_local_file(f->path);
-  for (const Fault* f : plan.active("raise", step))
+  for (const Fault* f : plan.active(FaultKind::missing_file, step)) open_node_local_file(f->path);
+  for (const Fault* f : plan.active(FaultKind::raise, step))
     throw NamedError("RuntimeError", f->message + " (rank " + std::to_string(rank) + ", step " +
                                          std::to_string(step) + ")");
-  if (plan.any("oom", step)) allocate_too_much();
-  if (plan.any("abort", step)) {
+  if (plan.any(FaultKind::oom, step)) allocate_too_much();
+  if (plan.any(FaultKind::abort, step)) {
     std::fprintf(stderr, "ddpbisect-worker: planted abort on rank %d at step %lld\n", rank,
                  static_cast<long long>(step));
     std::abort();
   }
-  if (plan.any("segfault", step)) std::raise(SIGSEGV);
-  if (plan.any("sigkill", step)) std::raise(SIGKILL);
-  for (const Fault* f : plan.active("exit", step)) {
+  if (plan.any(FaultKind::segfault, step)) std::raise(SIGSEGV);
+  if (plan.any(FaultKind::sigkill, step)) std::raise(SIGKILL);
+  for (const Fault* f : plan.active(FaultKind::exit, step)) {
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(static_cast<int>(f->exit_code));
   }
-  for (const Fault* f : plan.active("hang", step)) {
-    if (f->mode == "collectives") stop_calling_collectives();
+  for (const Fault* f : plan.active(FaultKind::hang, step)) {
+    if (f->mode == HangMode::collectives) stop_calling_collectives();
     deadlocked_loader();
   }
 }
@@ -158,11 +158,11 @@ void fire_step_faults(const FaultPlan& plan, int64_t step, int rank) {
 
 void FaultPlan::before_step(int64_t step, Net& net, std::vector<torch::Tensor>& params) {
   DDPB_PHASE();
-  for (const Fault* f : active("straggler", step)) straggle_ = f->delay;
-  for (const Fault* f : active("unused_parameter", step)) net->set_unused(f->component);
+  for (const Fault* f : active(FaultKind::straggler, step)) straggle_ = f->delay;
+  for (const Fault* f : active(FaultKind::unused_parameter, step)) net->set_unused(f->component);
   fire_step_faults(*this, step, place_.rank);
   if (straggle_.count() > 0) std::this_thread::sleep_for(straggle_);
-  if (!diverged_ && any("divergence", step)) {  // one replica's parameters drift once
+  if (!diverged_ && any(FaultKind::divergence, step)) {  // one replica's parameters drift once
     torch::NoGradGuard ng;
     for (auto& p : params) p.add_(1e-3 * (place_.rank + 1));
     diverged_ = true;
@@ -173,7 +173,7 @@ torch::Tensor FaultPlan::corrupt_output(const torch::Tensor& out, const std::vec
                                         int64_t step) const {
   DDPB_PHASE();
   torch::Tensor result = out;
-  for (const Fault* f : active("nan", step)) {
+  for (const Fault* f : active(FaultKind::nan, step)) {
     // The row of each named sample in the batch (every row when the fault names no samples).
     auto mask = torch::zeros({static_cast<int64_t>(batch.size()), 1});
     for (size_t i = 0; i < batch.size(); ++i)
@@ -186,12 +186,13 @@ torch::Tensor FaultPlan::corrupt_output(const torch::Tensor& out, const std::vec
 
 void FaultPlan::after_reduction(Comm& comm, int64_t step) const {
   DDPB_PHASE();
-  if (any("collective_mismatch", step)) {
+  if (any(FaultKind::collective_mismatch, step)) {
     std::vector<torch::Tensor> extra = {torch::ones({3})};
     comm.allreduce(extra);  // only the ranks where the fault fires call this one
   }
-  if (planted("size_mismatch")) {  // every rank calls it; where the fault fires, with more values
-    int64_t n = 8 + (any("size_mismatch", step) ? 4 * (place_.rank + 1) : 0);
+  if (planted(FaultKind::size_mismatch)) {  // every rank calls it; where the fault fires, with more
+                                            // values
+    int64_t n = 8 + (any(FaultKind::size_mismatch, step) ? 4 * (place_.rank + 1) : 0);
     std::vector<torch::Tensor> metrics = {torch::zeros({n})};
     comm.allreduce(metrics);
   }

@@ -26,10 +26,10 @@ class FaultPlan {
             const std::vector<int64_t>& shard);
 
   // Conditions. Faults of `kind` whose conditions hold at `step` on this rank.
-  std::vector<const Fault*> active(const std::string& kind, int64_t step) const;
-  bool any(const std::string& kind, int64_t step) const { return !active(kind, step).empty(); }
+  std::vector<const Fault*> active(FaultKind kind, int64_t step) const;
+  bool any(FaultKind kind, int64_t step) const { return !active(kind, step).empty(); }
   // Whether the spec plants a fault of this kind at all (on any rank).
-  bool planted(const std::string& kind) const;
+  bool planted(FaultKind kind) const;
   // Why a fault does (or does not) fire here: one line per condition, for the worker's log.
   std::string explain(const Fault& f, int64_t step) const;
 

@@ -1,7 +1,13 @@
-// The vocabularies of spec/passes.def and spec/launchers.def as the loader and the normalized
-// spec see them.
+// The vocabularies of spec/passes.def, spec/launchers.def, spec/fault_kinds.def and the
+// categories as the loader and the normalized spec see them, and README's lists of them.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "common/text.hpp"
+#include "reduce/result.hpp"
+#include "spec/fault_kinds.hpp"
 #include "spec/launchers.hpp"
 #include "spec/loader.hpp"
 #include "spec/passes.hpp"
@@ -82,4 +88,73 @@ TEST(CategoryVocabulary, APinnedSignatureNamesACategoryOfTheTable) {
   EXPECT_NE(bad.find("t.yaml:10:31:"), std::string::npos) << bad;
   EXPECT_NE(bad.find("match.signature.category"), std::string::npos) << bad;
   EXPECT_NE(bad.find("python_exception"), std::string::npos) << bad;
+}
+
+namespace {
+std::string fault_errors(const std::string& fault) {
+  LoadResult r = load_spec_text(R"(version: 1
+name: t
+workload:
+  builtin:
+    model: [linear, head]
+    dataset: {kind: synthetic, samples: 16, seed: 3}
+    params: {steps: 4, batch_size: 2}
+    faults:
+      - )" + fault + R"(
+stages:
+  - {name: node, nodes: 2, procs_per_node: 1}
+)",
+                                "t.yaml");
+  std::string all;
+  for (const auto& d : r.errors) all += d.to_string() + "\n";
+  return all;
+}
+
+// The text of README.md between `before` and the next `until`, with line breaks as spaces.
+std::string readme_between(const std::string& before, char until) {
+  std::ifstream in(DDPBISECT_SOURCE_DIR "/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  for (auto& c : s)
+    if (c == '\n') c = ' ';
+  size_t at = s.find(before);
+  if (at == std::string::npos) return "";
+  at += before.size();
+  return s.substr(at, s.find(until, at) - at);
+}
+}  // namespace
+
+// spec/fault_kinds.def: the kinds the loader takes, and which keys each kind reads.
+TEST(FaultVocabulary, TheLoaderTakesKindsAndTheirKeysFromTheTable) {
+  EXPECT_EQ(fault_kind_names().front(), "raise");
+  EXPECT_EQ(fault_kind_names().size(), fault_kinds().size());
+  for (const auto& k : fault_kinds()) {
+    EXPECT_EQ(parse_fault_kind(to_string(k.kind)), k.kind);
+    for (const auto& key : k.required) EXPECT_TRUE(k.takes_key(key)) << to_string(k.kind) << key;
+  }
+  EXPECT_EQ(fault_errors("{kind: raise, message: boom, requires: {ranks: [1]}}"), "");
+  EXPECT_EQ(fault_errors("{kind: hang, mode: collectives}"), "");
+  EXPECT_EQ(fault_errors("{kind: unused_parameter, component: head}"), "");
+
+  std::string wrong = fault_errors("{kind: sigkill, message: boom}");
+  EXPECT_NE(wrong.find("t.yaml:9:34: error: workload.builtin.faults[0].message: a sigkill fault "
+                       "does not read message (only raise does)"),
+            std::string::npos)
+      << wrong;
+  std::string missing = fault_errors("{kind: missing_file}");
+  EXPECT_NE(missing.find("workload.builtin.faults[0].path: missing: a missing_file fault needs "
+                         "the node-local path it opens"),
+            std::string::npos)
+      << missing;
+  std::string typo = fault_errors("{kind: segfualt}");
+  EXPECT_NE(typo.find("did you mean 'segfault'"), std::string::npos) << typo;
+}
+
+// README's lists of the planted fault kinds and of report.json's statuses are the tables'.
+TEST(FaultVocabulary, TheReadmeListsEveryKindAndEveryReductionStatus) {
+  EXPECT_EQ(readme_between("Planted faults (built-in trainer): `kind` is one of ", ';'),
+            join(fault_kind_names(), ", "));
+  EXPECT_EQ(readme_between("`report.json`: `status` (", ')'),
+            join(vocabulary_names(kReductionStatusNames), ", "));
 }
