@@ -5,29 +5,13 @@
 #include <optional>
 #include <string_view>
 
+#include "common/stop_reasons.def"
 #include "common/vocabulary.hpp"
 
 namespace ddpbisect {
 
-enum class StopReason {
-#define DDPBISECT_STOP_REASON(id, name, meaning) id,
-#include "common/stop_reasons.def"
-#undef DDPBISECT_STOP_REASON
-};
-
-inline constexpr const char* kStopReasonNames[] = {
-#define DDPBISECT_STOP_REASON(id, name, meaning) name,
-#include "common/stop_reasons.def"
-#undef DDPBISECT_STOP_REASON
-};
-
-// "" for None, else "early_stop", "hang", ...
-inline const char* to_string(StopReason reason) {
-  return vocabulary_name(reason, kStopReasonNames);
-}
-// The reason of that name ("" is None); nullopt for a name the table does not hold.
-inline std::optional<StopReason> parse_stop_reason(std::string_view text) {
-  return vocabulary_parse<StopReason>(text, kStopReasonNames);
-}
+// to_string: "" for None, else "early_stop", "hang", ...; parse_stop_reason("") is None, and
+// nullopt for a name the table does not hold.
+DDPBISECT_DECLARE_VOCABULARY(StopReason, DDPBISECT_STOP_REASONS, parse_stop_reason)
 
 }  // namespace ddpbisect

@@ -34,3 +34,17 @@ std::vector<std::string> vocabulary_names(const char* const (&names)[N]) {
 }
 
 }  // namespace ddpbisect
+
+// Declares, from LIST (a table's macro of X(Id, name, meaning) rows): `enum class Enum`, its
+// names `kEnumNames`, `to_string(Enum)` and `std::optional<Enum> PARSE(std::string_view)`.
+#define DDPBISECT_VOCABULARY_ID(id, name, meaning) id,
+#define DDPBISECT_VOCABULARY_NAME(id, name, meaning) name,
+#define DDPBISECT_DECLARE_VOCABULARY(Enum, LIST, PARSE)                              \
+  enum class Enum { LIST(DDPBISECT_VOCABULARY_ID) };                                 \
+  inline constexpr const char* k##Enum##Names[] = {LIST(DDPBISECT_VOCABULARY_NAME)}; \
+  inline const char* to_string(Enum value) {                                         \
+    return vocabulary_name(value, k##Enum##Names);                                   \
+  }                                                                                  \
+  inline std::optional<Enum> PARSE(std::string_view text) {                          \
+    return vocabulary_parse<Enum>(text, k##Enum##Names);                             \
+  }

@@ -11,27 +11,13 @@
 #include "common/vocabulary.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "observe/stop_policy.hpp"
+#include "observe/trial_statuses.def"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
 
 // A trial's status, from observe/trial_statuses.def.
-enum class TrialStatus {
-#define DDPBISECT_TRIAL_STATUS(id, name, meaning) id,
-#include "observe/trial_statuses.def"
-#undef DDPBISECT_TRIAL_STATUS
-};
-inline constexpr const char* kTrialStatusNames[] = {
-#define DDPBISECT_TRIAL_STATUS(id, name, meaning) name,
-#include "observe/trial_statuses.def"
-#undef DDPBISECT_TRIAL_STATUS
-};
-inline const char* to_string(TrialStatus status) {
-  return vocabulary_name(status, kTrialStatusNames);
-}
-inline std::optional<TrialStatus> parse_trial_status(std::string_view text) {
-  return vocabulary_parse<TrialStatus>(text, kTrialStatusNames);
-}
+DDPBISECT_DECLARE_VOCABULARY(TrialStatus, DDPBISECT_TRIAL_STATUSES, parse_trial_status)
 
 struct RankRecord {
   int rank = 0, local_rank = 0, node = 0;

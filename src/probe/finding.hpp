@@ -7,23 +7,12 @@
 #include <vector>
 
 #include "common/vocabulary.hpp"
+#include "probe/finding_statuses.def"
 
 namespace ddpbisect {
 
 // From probe/finding_statuses.def, in the order of the sorted findings.
-enum class FindingStatus {
-#define DDPBISECT_FINDING_STATUS(id, name, meaning) id,
-#include "probe/finding_statuses.def"
-#undef DDPBISECT_FINDING_STATUS
-};
-inline constexpr const char* kFindingStatusNames[] = {
-#define DDPBISECT_FINDING_STATUS(id, name, meaning) name,
-#include "probe/finding_statuses.def"
-#undef DDPBISECT_FINDING_STATUS
-};
-inline const char* to_string(FindingStatus status) {
-  return vocabulary_name(status, kFindingStatusNames);
-}
+DDPBISECT_DECLARE_VOCABULARY(FindingStatus, DDPBISECT_FINDING_STATUSES, parse_finding_status)
 
 struct Finding {
   FindingStatus status = FindingStatus::Pass;

@@ -15,6 +15,7 @@
 #include "common/vocabulary.hpp"
 #include "diagnose/diagnosis.hpp"
 #include "observe/outcome.hpp"
+#include "reduce/reduction_statuses.def"
 #include "spec/trial_config.hpp"
 
 namespace ddpbisect {
@@ -56,19 +57,7 @@ struct TrialMark {
 };
 
 // How a reduction ended, from reduce/reduction_statuses.def.
-enum class ReductionStatus {
-#define DDPBISECT_REDUCTION_STATUS(id, name, meaning) id,
-#include "reduce/reduction_statuses.def"
-#undef DDPBISECT_REDUCTION_STATUS
-};
-inline constexpr const char* kReductionStatusNames[] = {
-#define DDPBISECT_REDUCTION_STATUS(id, name, meaning) name,
-#include "reduce/reduction_statuses.def"
-#undef DDPBISECT_REDUCTION_STATUS
-};
-inline const char* to_string(ReductionStatus status) {
-  return vocabulary_name(status, kReductionStatusNames);
-}
+DDPBISECT_DECLARE_VOCABULARY(ReductionStatus, DDPBISECT_REDUCTION_STATUSES, parse_reduction_status)
 
 struct ReductionResult {
   ReductionStatus status = ReductionStatus::NotReproduced;
