@@ -27,11 +27,16 @@ stages:
   - {name: node, nodes: 2, procs_per_node: 1}
 )";
 
-std::string errors_of(const std::string& extra) {
-  LoadResult r = load_spec_text(std::string(kSpec) + extra, "t.yaml");
+// Every error of loading the spec text, one per line.
+std::string errors_in(const std::string& text) {
+  LoadResult r = load_spec_text(text, "t.yaml");
   std::string all;
   for (const auto& d : r.errors) all += d.to_string() + "\n";
   return all;
+}
+
+std::string errors_of(const std::string& extra) {
+  return errors_in(std::string(kSpec) + extra);
 }
 }  // namespace
 
@@ -92,7 +97,7 @@ TEST(CategoryVocabulary, APinnedSignatureNamesACategoryOfTheTable) {
 
 namespace {
 std::string fault_errors(const std::string& fault) {
-  LoadResult r = load_spec_text(R"(version: 1
+  return errors_in(R"(version: 1
 name: t
 workload:
   builtin:
@@ -100,14 +105,11 @@ workload:
     dataset: {kind: synthetic, samples: 16, seed: 3}
     params: {steps: 4, batch_size: 2}
     faults:
-      - )" + fault + R"(
+      - )" + fault +
+                   R"(
 stages:
   - {name: node, nodes: 2, procs_per_node: 1}
-)",
-                                "t.yaml");
-  std::string all;
-  for (const auto& d : r.errors) all += d.to_string() + "\n";
-  return all;
+)");
 }
 
 // The text of README.md between `before` and the next `until`, with line breaks as spaces.
